@@ -1,0 +1,1 @@
+"""Sync-insertion strategies: pure functions Program -> Program."""

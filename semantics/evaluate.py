@@ -1,0 +1,67 @@
+"""Evaluation of expressions and conditions, with Python's floor division and modulo."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .errors import EvalError
+from .ir import And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var
+
+_COMPARE = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+
+def eval_expr(node, env: Mapping[str, int], iters: Mapping[str, int] | None = None) -> int:
+    """Value of an integer expression; `env` maps parameters and loop variables,
+    `iters` maps loop variables to their tracked iteration counts."""
+    match node:
+        case Const(value=v):
+            return v
+        case Var(name=name):
+            return env[name]
+        case Iters(var=var):
+            if iters is None:
+                raise EvalError("iters(...) has no value outside a wait threshold", node.loc)
+            return iters.get(var, 0)
+        case BinOp(op=op, left=a, right=b):
+            x, y = eval_expr(a, env, iters), eval_expr(b, env, iters)
+            match op:
+                case "+":
+                    return x + y
+                case "-":
+                    return x - y
+                case "*":
+                    return x * y
+                case "//" | "%":
+                    if y == 0:
+                        raise EvalError(f"division by zero ('{op}' with a right operand of 0)", node.loc)
+                    return x // y if op == "//" else x % y
+            raise ValueError(f"unknown operator {op!r}")
+        case Neg(operand=a):
+            return -eval_expr(a, env, iters)
+        case Min(left=a, right=b):
+            return min(eval_expr(a, env, iters), eval_expr(b, env, iters))
+        case Max(left=a, right=b):
+            return max(eval_expr(a, env, iters), eval_expr(b, env, iters))
+        case IfExpr(cond=c, then=a, else_=b):
+            return eval_expr(a if eval_cond(c, env, iters) else b, env, iters)
+    raise TypeError(f"not an integer expression: {node!r}")
+
+
+def eval_cond(node, env: Mapping[str, int], iters: Mapping[str, int] | None = None) -> bool:
+    match node:
+        case Compare(op=op, left=a, right=b):
+            return _COMPARE[op](eval_expr(a, env, iters), eval_expr(b, env, iters))
+        case And(left=a, right=b):
+            return eval_cond(a, env, iters) and eval_cond(b, env, iters)
+        case Or(left=a, right=b):
+            return eval_cond(a, env, iters) or eval_cond(b, env, iters)
+        case Not(operand=a):
+            return not eval_cond(a, env, iters)
+    raise TypeError(f"not a condition: {node!r}")

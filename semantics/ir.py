@@ -1,0 +1,247 @@
+"""The kernel IR: small frozen attrs classes with tuple children.
+
+Behaviour lives in functions elsewhere (parser, printer, evaluation, unrolling);
+these classes only hold structure. Every node may carry a source location `loc`
+which is excluded from equality and hashing, so `parse(print(p)) == p` compares
+structure only.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import attrs
+
+
+@attrs.frozen
+class Loc:
+    """A 1-based source position."""
+
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.col}"
+
+
+def _loc():
+    return attrs.field(default=None, eq=False, repr=False, kw_only=True)
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@attrs.frozen
+class Const:
+    value: int
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Var:
+    """A parameter or an enclosing loop variable."""
+
+    name: str
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Iters:
+    """Tracked iteration count of the loop with variable `var` (wait thresholds only)."""
+
+    var: str
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class BinOp:
+    op: str  # one of + - * // %
+    left: Expr
+    right: Expr
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Neg:
+    operand: Expr
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Min:
+    left: Expr
+    right: Expr
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Max:
+    left: Expr
+    right: Expr
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class IfExpr:
+    cond: Cond
+    then: Expr
+    else_: Expr
+    loc: Loc | None = _loc()
+
+
+Expr = Union[Const, Var, Iters, BinOp, Neg, Min, Max, IfExpr]
+
+BINOPS = ("+", "-", "*", "//", "%")
+
+
+# ----------------------------------------------------------------- conditions
+
+
+@attrs.frozen
+class Compare:
+    op: str  # one of == != < <= > >=
+    left: Expr
+    right: Expr
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class And:
+    left: Cond
+    right: Cond
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Or:
+    left: Cond
+    right: Cond
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Not:
+    operand: Cond
+    loc: Loc | None = _loc()
+
+
+Cond = Union[Compare, And, Or, Not]
+
+COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+# ----------------------------------------------------------------- statements
+
+
+@attrs.frozen
+class Access:
+    """`buffer` or `buffer[e1, e2, ...]`."""
+
+    buffer: str
+    indices: tuple[Expr, ...] = ()
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Wait:
+    """`wait ENGINE >= threshold`: issue only once C[engine] >= threshold."""
+
+    engine: str
+    threshold: Expr
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Op:
+    engine: str
+    name: str
+    reads: tuple[Access, ...] = ()
+    writes: tuple[Access, ...] = ()
+    lat: int = 1
+    waits: tuple[Wait, ...] = ()
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class For:
+    """`for var in lo..hi { body }`, half-open."""
+
+    var: str
+    lo: Expr
+    hi: Expr
+    body: tuple[Stmt, ...]
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class If:
+    cond: Cond
+    then: tuple[Stmt, ...]
+    else_: tuple[Stmt, ...] = ()
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Barrier:
+    loc: Loc | None = _loc()
+
+
+Stmt = Union[Op, For, If, Barrier]
+
+
+@attrs.frozen
+class Param:
+    name: str
+    default: int | None = None
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen
+class Program:
+    engines: tuple[str, ...]
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    name: str | None = None
+    loc: Loc | None = _loc()
+
+
+# ------------------------------------------------------------------- walkers
+
+
+def walk_stmts(body: tuple[Stmt, ...]):
+    """Yield every statement of `body` in source order, depth first."""
+    for stmt in body:
+        yield stmt
+        match stmt:
+            case For(body=inner):
+                yield from walk_stmts(inner)
+            case If(then=then, else_=else_):
+                yield from walk_stmts(then)
+                yield from walk_stmts(else_)
+            case Op() | Barrier():
+                pass
+
+
+def ops(program: Program) -> list[Op]:
+    """All ops of the program in source order."""
+    return [s for s in walk_stmts(program.body) if isinstance(s, Op)]
+
+
+def loops(program: Program) -> list[For]:
+    return [s for s in walk_stmts(program.body) if isinstance(s, For)]
+
+
+def map_ops(body: tuple[Stmt, ...], fn) -> tuple[Stmt, ...]:
+    """Rebuild `body` with every op replaced by `fn(op)` (structure unchanged)."""
+    out = []
+    for stmt in body:
+        match stmt:
+            case Op():
+                out.append(fn(stmt))
+            case For():
+                out.append(attrs.evolve(stmt, body=map_ops(stmt.body, fn)))
+            case If():
+                out.append(attrs.evolve(stmt, then=map_ops(stmt.then, fn), else_=map_ops(stmt.else_, fn)))
+            case Barrier():
+                out.append(stmt)
+    return tuple(out)

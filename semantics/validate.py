@@ -1,0 +1,130 @@
+"""Static checks of a parsed kernel: declared names, scopes, uniqueness.
+
+Run-time errors (a loop bound that is negative for some parameter values, a
+division by zero) can only be found for concrete parameter values; `unroll`
+reports those.
+"""
+
+from __future__ import annotations
+
+from .errors import KernelError
+from .ir import (
+    And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min, Neg, Not,
+    Op, Or, Program, Var,
+)
+
+
+KEYWORDS = frozenset(
+    "kernel engines param for in if then else barrier reads writes lat wait and or not".split()
+)
+
+
+def _check_name(name: str, what: str, loc) -> None:
+    if name in KEYWORDS:
+        raise KernelError(f"'{name}' is a reserved word and cannot be used as {what}", loc)
+
+
+def validate(program: Program, engine_locs: dict[str, Loc] | None = None) -> None:
+    """Raise KernelError on the first static error of `program`."""
+    engine_locs = engine_locs or {}
+    seen: set[str] = set()
+    if program.name is not None:
+        _check_name(program.name, "a kernel name", program.loc)
+    for engine in program.engines:
+        _check_name(engine, "an engine name", engine_locs.get(engine))
+        if engine in seen:
+            raise KernelError(f"engine '{engine}' is declared twice", engine_locs.get(engine))
+        seen.add(engine)
+    params: dict[str, Loc | None] = {}
+    for param in program.params:
+        _check_name(param.name, "a parameter name", param.loc)
+        if param.name in params:
+            raise KernelError(f"parameter '{param.name}' is declared twice", param.loc)
+        if param.default is not None and param.default < 0:
+            raise KernelError(f"parameter '{param.name}' has a negative default", param.loc)
+        params[param.name] = param.loc
+    loop_vars: dict[str, Loc | None] = {}
+    _collect_loops(program.body, params, loop_vars)
+    _check_body(program, program.body, frozenset(params), set(loop_vars), {})
+
+
+def _collect_loops(body, params, loop_vars) -> None:
+    for stmt in body:
+        match stmt:
+            case For(var=var):
+                _check_name(var, "a loop variable", stmt.loc)
+                if var in params:
+                    raise KernelError(f"loop variable '{var}' has the name of a parameter", stmt.loc)
+                if var in loop_vars:
+                    raise KernelError(f"loop variable '{var}' is used twice (first loop at {loop_vars[var]}); "
+                                      "loop variable names are unique in a kernel", stmt.loc)
+                loop_vars[var] = stmt.loc
+                _collect_loops(stmt.body, params, loop_vars)
+            case If():
+                _collect_loops(stmt.then, params, loop_vars)
+                _collect_loops(stmt.else_, params, loop_vars)
+            case Op() | Barrier():
+                pass
+
+
+def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[str], op_names: dict) -> None:
+    engines = set(program.engines)
+    for stmt in body:
+        match stmt:
+            case Op():
+                _check_name(stmt.name, "an op name", stmt.loc)
+                for access in stmt.reads + stmt.writes:
+                    _check_name(access.buffer, "a buffer name", access.loc)
+                if stmt.engine not in engines:
+                    raise KernelError(f"unknown engine '{stmt.engine}' (declared engines: {' '.join(program.engines)})", stmt.loc)
+                if stmt.name in op_names:
+                    raise KernelError(f"duplicate op name '{stmt.name}' (first defined at {op_names[stmt.name]})", stmt.loc)
+                op_names[stmt.name] = stmt.loc
+                if stmt.lat < 0:
+                    raise KernelError(f"negative latency {stmt.lat}", stmt.loc)
+                for access in stmt.reads + stmt.writes:
+                    for index in access.indices:
+                        check_expr(index, scope, all_loops, iters_allowed=False)
+                for wait in stmt.waits:
+                    if wait.engine not in engines:
+                        raise KernelError(f"unknown engine '{wait.engine}' in wait (declared engines: {' '.join(program.engines)})", wait.loc)
+                    check_expr(wait.threshold, scope, all_loops, iters_allowed=True)
+            case For():
+                check_expr(stmt.lo, scope, all_loops, iters_allowed=False)
+                check_expr(stmt.hi, scope, all_loops, iters_allowed=False)
+                _check_body(program, stmt.body, scope | {stmt.var}, all_loops, op_names)
+            case If():
+                check_expr(stmt.cond, scope, all_loops, iters_allowed=False)
+                _check_body(program, stmt.then, scope, all_loops, op_names)
+                _check_body(program, stmt.else_, scope, all_loops, op_names)
+            case Barrier():
+                pass
+
+
+def check_expr(node, scope, all_loops, iters_allowed: bool) -> None:
+    """Every name in `node` is in `scope`; `iters` only where allowed."""
+    match node:
+        case Const():
+            pass
+        case Var(name=name):
+            if name not in scope:
+                if name in all_loops:
+                    raise KernelError(f"loop variable '{name}' is not in scope here", node.loc)
+                raise KernelError(f"undeclared name '{name}'", node.loc)
+        case Iters(var=var):
+            if not iters_allowed:
+                raise KernelError("iters(...) is allowed only in wait thresholds", node.loc)
+            if var not in all_loops:
+                raise KernelError(f"iters({var}): '{var}' is not a loop variable of this kernel", node.loc)
+        case BinOp(left=a, right=b) | Min(left=a, right=b) | Max(left=a, right=b) \
+                | Compare(left=a, right=b) | And(left=a, right=b) | Or(left=a, right=b):
+            check_expr(a, scope, all_loops, iters_allowed)
+            check_expr(b, scope, all_loops, iters_allowed)
+        case Neg(operand=a) | Not(operand=a):
+            check_expr(a, scope, all_loops, iters_allowed)
+        case IfExpr(cond=c, then=a, else_=b):
+            check_expr(c, scope, all_loops, iters_allowed)
+            check_expr(a, scope, all_loops, iters_allowed)
+            check_expr(b, scope, all_loops, iters_allowed)
+        case _:
+            raise TypeError(f"not an expression: {node!r}")

@@ -1,0 +1,1 @@
+"""Checkers (explicit-state, later Z3), property search and the command line."""

@@ -1,0 +1,136 @@
+"""The `syncproof` command line (DESIGN.md section 6).
+
+Exit status: 0 the property holds within the bounds (or the command succeeded),
+1 the property fails (a counterexample is printed), 2 bad input or usage,
+3 unknown (time or state limit) or an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from algorithm.registry import get_strategy
+from semantics.errors import KernelError, SyncproofError, UsageError
+from semantics.ir import Program
+from semantics.parser import parse_file
+from semantics.printer import print_program
+from .explicit import InternalError, check
+from .report import result_json, result_text
+from .verdicts import PROPERTIES, CheckOptions, Verdict
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
+
+_PLANNED_COMMANDS = {"sync": "issue 3", "search": "issue 5", "simulate": "issue 6", "bench": "issue 6",
+                     "lean": "issue 7"}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse exits 2 already; keep its wording, drop nothing
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="syncproof", description="Insert and verify cross-engine synchronization.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("check", help="parse, validate and print a kernel")
+    p.add_argument("file")
+
+    p = sub.add_parser("verify", help="check a synchronized kernel against the reference semantics")
+    p.add_argument("file")
+    p.add_argument("--strategy", default="threshold")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
+                   help="inclusive bounds for one parameter (NAME=LO..HI or NAME=VALUE)")
+    p.add_argument("--max-param", type=int, metavar="K",
+                   help="bound every parameter not given by --param to 0..K (default 3)")
+    p.add_argument("--engine", choices=["explicit", "z3", "both"], default="explicit")
+    p.add_argument("--property", choices=PROPERTIES, default="bisimulation")
+    p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
+                   help="state limit per parameter valuation; reaching it gives 'unknown'")
+    p.add_argument("--timeout", type=float, default=None, help="time limit in seconds; reaching it gives 'unknown'")
+    p.add_argument("--json", action="store_true")
+
+    for name, issue in _PLANNED_COMMANDS.items():
+        p = sub.add_parser(name, help=f"(not yet available: {issue})")
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+_BOUND = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
+
+
+def parse_bounds(program: Program, specs: list[str], max_param: int | None) -> tuple[tuple[str, int, int], ...]:
+    """Inclusive bounds for every parameter: --param values, else 0..max_param (default 3)."""
+    if max_param is not None and max_param < 0:
+        raise UsageError("--max-param must be non-negative")
+    declared = [p.name for p in program.params]
+    given: dict[str, tuple[int, int]] = {}
+    for spec in specs:
+        match = _BOUND.match(spec)
+        if not match:
+            raise UsageError(f"bad --param '{spec}': expected NAME=LO..HI or NAME=VALUE with non-negative integers")
+        name, lo, hi = match.group(1), int(match.group(2)), match.group(3)
+        hi = lo if hi is None else int(hi)
+        if name not in declared:
+            raise UsageError(f"--param {name}: the kernel has no parameter '{name}' "
+                             f"(parameters: {', '.join(declared) or 'none'})")
+        if hi < lo:
+            raise UsageError(f"--param {spec}: empty range")
+        given[name] = (lo, hi)
+    top = 3 if max_param is None else max_param
+    return tuple((name, *given.get(name, (0, top))) for name in declared)
+
+
+def _cmd_check(args) -> int:
+    program = parse_file(args.file)
+    sys.stdout.write(print_program(program))
+    return EXIT_OK
+
+
+def _cmd_verify(args) -> int:
+    program = parse_file(args.file)
+    strategy = get_strategy(args.strategy)
+    if args.engine != "explicit":
+        raise UsageError(f"--engine {args.engine} is not yet available (planned in issue 4); use --engine explicit")
+    bounds = parse_bounds(program, args.param, args.max_param)
+    if args.max_states <= 0:
+        raise UsageError("--max-states must be positive")
+    synced = strategy(program)
+    options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
+                           progress=lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        result = check(synced, bounds, options)
+    except InternalError as err:
+        print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    if args.json:
+        print(json.dumps(result_json(result, args.strategy), indent=2))
+    else:
+        print(result_text(result, args.strategy, args.file))
+    if result.verdict == Verdict.UNKNOWN:
+        return EXIT_UNKNOWN
+    return EXIT_OK if result.holds else EXIT_FAIL
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        if args.command == "check":
+            return _cmd_check(args)
+        if args.command == "verify":
+            return _cmd_verify(args)
+        raise UsageError(f"'{args.command}' is not yet available (planned in {_PLANNED_COMMANDS[args.command]})")
+    except KernelError as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_USAGE
+    except SyncproofError as err:
+        print(f"syncproof: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
