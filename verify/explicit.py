@@ -18,7 +18,7 @@ import time
 from collections import deque
 
 from semantics.ir import Program
-from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference, describe_label
+from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled, unroll
 from .verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
 
@@ -112,7 +112,8 @@ def _witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
                 loc = unrolled.barriers[barrier]
                 waiting = [engines[e] for e in range(len(engines)) if ctr.at_barrier(c, e) is None]
                 lines.append(f"the reference may issue {name}, but {engines[y.engine]} is held at the barrier"
-                             f" of line {loc.line if loc else '?'} until {', '.join(waiting)} arrive")
+                             f" of line {loc.line if loc else '?'} until {', '.join(waiting)} "
+                             f"{'arrives' if len(waiting) == 1 else 'arrive'}")
             for n, f, value in blocked:
                 wait = y.op.waits[n]
                 lines.append(f"the reference may issue {name} (every producer has completed), but its wait "
