@@ -1,0 +1,375 @@
+"""Counting instances in closed form.
+
+The threshold of a wait is a count: how many instances of the producer engine come
+before some point in program order. This module builds those counts as expressions:
+
+- `count_upto(body, env, steps, values, targets)`: instances of the target ops that
+  one execution of `body` runs before the point `steps` (a trail into `body`, with
+  loop index values), by structural recursion: earlier statements in full, earlier
+  iterations of an enclosing loop as a sum, then down into the point's statement.
+- sums over a loop range are closed forms: a summand free of the loop index gives a
+  product, a polynomial of degree <= 2 gives Faulhaber's formulas, and a summand
+  guarded by a condition on the index (`j == i`, `i % 2 == 0`, `j < K`, and/or/not
+  of those) gives an interval or congruence count. `min`/`max`/`if` terms are first
+  resolved with Z3 under the facts of the context (loop ranges, guards, parameters
+  >= 0) where one side provably applies. Anything else raises `Unsupported`.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import z3
+
+from semantics.context import Step
+from semantics.errors import SyncproofError
+from semantics.ir import (
+    And, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Var,
+)
+from semantics.symbolic import to_z3
+from .simplify import _const, cond as simplify_cond, linear, simplify
+
+_fresh = itertools.count()
+
+
+class Unsupported(SyncproofError):
+    """No closed form this algorithm knows of; the caller falls back."""
+
+
+class Facts:
+    """What is known at a point (Z3 assertions over named integers) and a prover."""
+
+    def __init__(self, assertions=(), timeout_ms: int = 2000):
+        self.assertions = list(assertions)
+        self.timeout_ms = timeout_ms
+        self._cache: dict = {}
+
+    def z3_env(self):
+        return _AutoEnv()
+
+    def with_(self, *more) -> "Facts":
+        out = Facts(self.assertions + list(more), self.timeout_ms)
+        return out
+
+    def proves(self, claim) -> bool:
+        key = (tuple(a.sexpr() for a in self.assertions), claim.sexpr())
+        if key not in self._cache:
+            solver = z3.Solver()
+            solver.set("timeout", self.timeout_ms)
+            solver.add(*self.assertions)
+            solver.add(z3.Not(claim))
+            self._cache[key] = solver.check() == z3.unsat
+        return self._cache[key]
+
+
+class _AutoEnv(dict):
+    def __missing__(self, name):
+        value = z3.Int(name)
+        self[name] = value
+        return value
+
+
+ENV = _AutoEnv()
+
+
+def z(node):
+    return to_z3(node, ENV)
+
+
+def subst(node, env: dict):
+    """Replace names by expressions (names not in `env` stay)."""
+    match node:
+        case Var(name=name):
+            return env.get(name, node)
+        case Const() | Iters():
+            return node
+        case BinOp(op=op, left=a, right=b):
+            return BinOp(op, subst(a, env), subst(b, env))
+        case Neg(operand=a):
+            return Neg(subst(a, env))
+        case Min(left=a, right=b):
+            return Min(subst(a, env), subst(b, env))
+        case Max(left=a, right=b):
+            return Max(subst(a, env), subst(b, env))
+        case IfExpr(cond=c, then=a, else_=b):
+            return IfExpr(subst(c, env), subst(a, env), subst(b, env))
+        case Compare(op=op, left=a, right=b):
+            return Compare(op, subst(a, env), subst(b, env))
+        case And(left=a, right=b):
+            return And(subst(a, env), subst(b, env))
+        case Or(left=a, right=b):
+            return Or(subst(a, env), subst(b, env))
+        case Not(operand=a):
+            return Not(subst(a, env))
+    raise TypeError(f"cannot substitute in {node!r}")
+
+
+def mentions(node, name: str) -> bool:
+    match node:
+        case Var(name=n):
+            return n == name
+        case Const() | Iters():
+            return False
+        case Neg(operand=a) | Not(operand=a):
+            return mentions(a, name)
+        case IfExpr(cond=c, then=a, else_=b):
+            return mentions(c, name) or mentions(a, name) or mentions(b, name)
+        case _:
+            return mentions(node.left, name) or mentions(node.right, name)
+
+
+def refine(node, facts: Facts):
+    """Resolve `min`, `max` and `if` terms whose outcome the facts decide."""
+    match node:
+        case Const() | Var() | Iters():
+            return node
+        case BinOp(op=op, left=a, right=b):
+            return BinOp(op, refine(a, facts), refine(b, facts))
+        case Neg(operand=a):
+            return Neg(refine(a, facts))
+        case Min(left=a, right=b) | Max(left=a, right=b):
+            a, b = refine(a, facts), refine(b, facts)
+            first_smaller = facts.proves(z(a) <= z(b))
+            if first_smaller or facts.proves(z(b) <= z(a)):
+                return a if first_smaller == isinstance(node, Min) else b
+            return type(node)(a, b)
+        case IfExpr(cond=c, then=a, else_=b):
+            zc = z(c)
+            if facts.proves(zc):
+                return refine(a, facts)
+            if facts.proves(z3.Not(zc)):
+                return refine(b, facts)
+            return IfExpr(c, refine(a, facts.with_(zc)), refine(b, facts.with_(z3.Not(zc))))
+    raise TypeError(f"not an integer expression: {node!r}")
+
+
+def tidy(node, facts: Facts):
+    return simplify(refine(simplify(node), facts))
+
+
+def nonneg_diff(hi, lo, facts: Facts):
+    """max(0, hi - lo), without the max where the facts show hi >= lo."""
+    if facts.proves(z(hi) >= z(lo)):
+        return simplify(BinOp("-", hi, lo))
+    return simplify(Max(Const(0), BinOp("-", hi, lo)))
+
+
+# ------------------------------------------------------------ guard counting
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _solve_linear(side, w: str):
+    """side == coef * w + rest, with coef in {1, -1}: (coef, rest) or None."""
+    lin = linear(side)
+    coef = lin.get((Var(w),), 0)
+    rest = {k: c for k, c in lin.items() if k != (Var(w),)}
+    from .simplify import expr as lin_expr
+
+    rest_expr = lin_expr(rest)
+    if coef in (1, -1) and not mentions(rest_expr, w):
+        return coef, rest_expr
+    return None
+
+
+def _interval(c, w: str):
+    """A comparison of w with a w-free expression, as a half-open interval (lo, hi); None bound = unbounded."""
+    if not isinstance(c, Compare) or c.op in ("!=",):
+        return None
+    diff = simplify(BinOp("-", c.left, c.right))  # diff op 0
+    solved = _solve_linear(diff, w)
+    if solved is None:
+        return None
+    coef, rest = solved  # coef*w + rest op 0
+    op = c.op if coef == 1 else _FLIP[c.op]
+    bound = simplify(Neg(rest)) if coef == 1 else rest  # w op bound
+    one = Const(1)
+    return {
+        "==": (bound, simplify(BinOp("+", bound, one))),
+        "<": (None, bound),
+        "<=": (None, simplify(BinOp("+", bound, one))),
+        ">": (simplify(BinOp("+", bound, one)), None),
+        ">=": (bound, None),
+    }[op]
+
+
+def _congruence(c, w: str):
+    """`(w + k) % m == r` with constant m > 0: (m, residue expression) or None."""
+    if not isinstance(c, Compare) or c.op != "==":
+        return None
+    for left, right in ((c.left, c.right), (c.right, c.left)):
+        if isinstance(left, BinOp) and left.op == "%" and not mentions(right, w):
+            m = _const(linear(left.right))
+            solved = _solve_linear(left.left, w)
+            if m and m > 0 and solved and solved[0] == 1:
+                # w + k == r (mod m)  <=>  w % m == (r - k) % m, when 0 <= r < m
+                return m, right, simplify(BinOp("%", BinOp("-", right, solved[1]), Const(m)))
+    return None
+
+
+def guard_count(c, w: str, lo, hi, facts: Facts):
+    """Closed form of #{w in [lo, hi) : c}."""
+    c = simplify_cond(c)
+    whole = nonneg_diff(hi, lo, facts)
+    if not mentions(c, w):
+        return simplify(IfExpr(c, whole, Const(0)))
+    match c:
+        case Not(operand=a):
+            return simplify(BinOp("-", whole, guard_count(a, w, lo, hi, facts)))
+        case Or(left=a, right=b):
+            both = guard_count(And(a, b), w, lo, hi, facts)
+            return simplify(BinOp("-", BinOp("+", guard_count(a, w, lo, hi, facts), guard_count(b, w, lo, hi, facts)), both))
+        case And(left=a, right=b):
+            for first, second in ((a, b), (b, a)):
+                if not mentions(first, w):
+                    return simplify(IfExpr(first, guard_count(second, w, lo, hi, facts), Const(0)))
+                interval = _interval(first, w)
+                if interval is not None:
+                    new_lo = lo if interval[0] is None else simplify(Max(lo, interval[0]))
+                    new_hi = hi if interval[1] is None else simplify(Min(hi, interval[1]))
+                    return guard_count(second, w, refine(new_lo, facts), refine(new_hi, facts), facts)
+            raise Unsupported(f"cannot count the iterations where a conjunction holds")
+        case Compare(op="!="):
+            return simplify(BinOp("-", whole, guard_count(Compare("==", c.left, c.right), w, lo, hi, facts)))
+    interval = _interval(c, w)
+    if interval is not None:
+        new_lo = lo if interval[0] is None else Max(lo, interval[0])
+        new_hi = hi if interval[1] is None else Min(hi, interval[1])
+        return nonneg_diff(refine(simplify(new_hi), facts), refine(simplify(new_lo), facts), facts)
+    congruence = _congruence(c, w)
+    if congruence is not None:
+        m, r, residue = congruence
+
+        def upto(n):  # #{v < n : v % m == residue} - (same at 0), Python floors
+            return BinOp("//", BinOp("+", BinOp("-", n, residue), Const(m - 1)), Const(m))
+
+        count = Max(Const(0), BinOp("-", upto(hi), upto(lo)))
+        valid = And(Compare("<=", Const(0), r), Compare("<", r, Const(m)))
+        return tidy(IfExpr(valid, count, Const(0)), facts)
+    raise Unsupported("cannot count the iterations where a condition holds")
+
+
+# ------------------------------------------------------------------- sums
+
+
+def loop_sum(summand, w: str, lo, hi, facts: Facts):
+    """Closed form of the sum of `summand` for w in [lo, hi) (0 when empty)."""
+    inner = facts.with_(z(lo) <= z(Var(w)), z(Var(w)) < z(hi))
+    summand = tidy(summand, inner)
+    if not mentions(summand, w):
+        return simplify(BinOp("*", nonneg_diff(hi, lo, facts), summand))
+    poly = linear(summand)
+    total = Const(0)
+    by_degree: dict[int, dict] = {}
+    for mono, coef in poly.items():
+        atoms = mono or ()
+        degree = sum(1 for a in atoms if a == Var(w))
+        rest = tuple(a for a in atoms if a != Var(w))
+        guarded = [a for a in rest if mentions(a, w)]
+        if guarded:
+            if len(rest) != 1 or not isinstance(rest[0], IfExpr) or degree:
+                raise Unsupported("a sum over a loop whose terms depend on the index in a non-polynomial way")
+            ite = rest[0]
+            if mentions(ite.then, w) or mentions(ite.else_, w):
+                raise Unsupported("a sum over a loop of nested index-dependent conditions")
+            # coef * (else + (then - else) * [cond])
+            part = BinOp("+", BinOp("*", ite.else_, nonneg_diff(hi, lo, facts)),
+                         BinOp("*", BinOp("-", ite.then, ite.else_), guard_count(ite.cond, w, lo, hi, facts)))
+            total = BinOp("+", total, BinOp("*", Const(coef), part))
+            continue
+        if degree > 2:
+            raise Unsupported("a sum of a polynomial of degree > 2 in the loop index")
+        by_degree.setdefault(degree, {})
+        by_degree[degree][rest or None] = by_degree[degree].get(rest or None, 0) + coef
+    from .simplify import expr as lin_expr
+
+    a, b = lo, hi
+    power_sums = {
+        0: BinOp("-", b, a),
+        1: BinOp("//", BinOp("*", BinOp("-", b, a), BinOp("-", BinOp("+", a, b), Const(1))), Const(2)),
+        2: BinOp("-", _sq_sum(b), _sq_sum(a)),
+    }
+    poly_total = Const(0)
+    for degree, coefs in by_degree.items():
+        poly_total = BinOp("+", poly_total, BinOp("*", lin_expr(coefs), power_sums[degree]))
+    poly_total = simplify(poly_total)
+    if not facts.proves(z(hi) >= z(lo)):
+        poly_total = IfExpr(Compare(">", hi, lo), poly_total, Const(0))
+    return simplify(BinOp("+", total, poly_total))
+
+
+def _sq_sum(n):
+    # sum of v*v for v in [0, n): (n - 1) n (2n - 1) / 6
+    return BinOp("//", BinOp("*", BinOp("*", BinOp("-", n, Const(1)), n), BinOp("-", BinOp("*", Const(2), n), Const(1))), Const(6))
+
+
+# --------------------------------------------------------- structural counts
+
+
+def full_count(body, env: dict, targets: frozenset[str], facts: Facts):
+    """Target instances one execution of `body` runs, under loop/param values `env`."""
+    total = Const(0)
+    for stmt in body:
+        total = BinOp("+", total, _stmt_count(stmt, env, targets, facts))
+    return tidy(total, facts)
+
+
+def _stmt_count(stmt, env, targets, facts):
+    match stmt:
+        case Op(name=name):
+            return Const(1 if name in targets else 0)
+        case If(cond=c, then=then, else_=else_):
+            if not _has_target(stmt, targets):
+                return Const(0)
+            c = simplify_cond(subst(c, env))
+            zc = z(c)
+            if facts.proves(zc):
+                return full_count(then, env, targets, facts)
+            if facts.proves(z3.Not(zc)):
+                return full_count(else_, env, targets, facts)
+            return IfExpr(c, full_count(then, env, targets, facts.with_(zc)),
+                          full_count(else_, env, targets, facts.with_(z3.Not(zc))))
+        case For(var=var, lo=lo, hi=hi, body=inner):
+            if not _has_target(stmt, targets):
+                return Const(0)
+            lo, hi = simplify(subst(lo, env)), simplify(subst(hi, env))
+            w = f"{var}#{next(_fresh)}"
+            inner_facts = facts.with_(z(lo) <= ENV[w], ENV[w] < z(hi))
+            summand = full_count(inner, {**env, var: Var(w)}, targets, inner_facts)
+            return loop_sum(summand, w, lo, hi, facts)
+    return Const(0)
+
+
+def _has_target(stmt, targets) -> bool:
+    from semantics.ir import walk_stmts
+
+    body = stmt.body if isinstance(stmt, For) else stmt.then + stmt.else_
+    return any(isinstance(s, Op) and s.name in targets for s in walk_stmts(body))
+
+
+def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: frozenset[str], facts: Facts):
+    """Target instances one execution of `body` runs before the point `steps` (a
+    trail into `body` ending at an op, which is not counted); loops on the trail take
+    their index from `values`."""
+    step = steps[0]
+    total = full_count(body[: step.index], env, targets, facts)
+    stmt = step.stmt
+    match stmt:
+        case Op():
+            return total
+        case If():
+            c = simplify_cond(subst(stmt.cond, env))
+            zc = z(c)
+            inner = facts.with_(zc if step.branch else z3.Not(zc))
+            branch = stmt.then if step.branch else stmt.else_
+            return simplify(BinOp("+", total, count_upto(branch, env, steps[1:], values, targets, inner)))
+        case For(var=var, lo=lo, hi=hi, body=inner_body):
+            lo = simplify(subst(lo, env))
+            value = values[var]
+            w = f"{var}#{next(_fresh)}"
+            earlier_facts = facts.with_(z(lo) <= ENV[w], ENV[w] < z(value))
+            summand = full_count(inner_body, {**env, var: Var(w)}, targets, earlier_facts)
+            earlier = loop_sum(summand, w, lo, value, facts)
+            rest = count_upto(inner_body, {**env, var: value}, steps[1:], values, targets, facts)
+            return simplify(BinOp("+", BinOp("+", total, earlier), rest))
+    raise TypeError(f"bad trail step {step!r}")

@@ -1,0 +1,193 @@
+"""Expression simplification: readable, linear-normalized integer expressions.
+
+Integer expressions are normalized to a linear combination of atoms (variables,
+`iters(v)`, and irreducible subterms such as `i % 2` or `max(a, b)`), with constant
+folding everywhere; conditions are folded when constant. Folding follows the
+evaluation rules of semantics/evaluate.py (floor `//` and `%`), so a simplified
+expression has the same value as the original under every environment where the
+original has one.
+"""
+
+from __future__ import annotations
+
+from semantics.evaluate import eval_cond
+from semantics.ir import (
+    And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
+)
+
+Lin = dict  # monomial (a sorted tuple of atoms; None for the constant) -> coefficient
+
+
+def _add(acc: Lin, other: Lin, scale: int = 1) -> Lin:
+    out = dict(acc)
+    for key, coef in other.items():
+        out[key] = out.get(key, 0) + scale * coef
+        if out[key] == 0 and key is not None:
+            del out[key]
+    return out
+
+
+def _const(lin: Lin) -> int | None:
+    if all(k is None for k in lin):
+        return lin.get(None, 0)
+    return None
+
+
+def _mono(*atoms) -> tuple:
+    return tuple(sorted(atoms, key=_sort_key))
+
+
+def _mul(a: Lin, b: Lin) -> Lin:
+    out: Lin = {}
+    for ka, ca in a.items():
+        for kb, cb in b.items():
+            key = _mono(*(ka or ()), *(kb or ())) or None
+            out = _add(out, {key: ca * cb})
+    return out
+
+
+def linear(node) -> Lin:
+    """The linear form of an integer expression (sub-terms simplified)."""
+    match node:
+        case Const(value=v):
+            return {None: v}
+        case Var() | Iters():
+            return {(node,): 1}
+        case Neg(operand=a):
+            return _add({}, linear(a), -1)
+        case BinOp(op="+", left=a, right=b):
+            return _add(linear(a), linear(b))
+        case BinOp(op="-", left=a, right=b):
+            return _add(linear(a), linear(b), -1)
+        case BinOp(op="*", left=a, right=b):
+            return _mul(linear(a), linear(b))
+        case BinOp(op=op, left=a, right=b):  # // and %
+            la, lb = linear(a), linear(b)
+            ca, cb = _const(la), _const(lb)
+            if cb is not None and cb != 0:
+                if ca is not None:
+                    return {None: ca // cb if op == "//" else ca % cb}
+                if op == "//" and cb == 1:
+                    return la
+                if op == "%" and cb in (1, -1):
+                    return {None: 0}
+                if op == "%" and all(c % cb == 0 for k, c in la.items() if k is not None):
+                    # (k*m*x + c) % m == c % m
+                    return {None: la.get(None, 0) % cb}
+            return {(BinOp(op, expr(la), expr(lb)),): 1}
+        case Min() | Max():
+            la, lb = linear(node.left), linear(node.right)
+            ca, cb = _const(la), _const(lb)
+            if ca is not None and cb is not None:
+                return {None: min(ca, cb) if isinstance(node, Min) else max(ca, cb)}
+            if la == lb:
+                return la
+            diff = _const(_add(la, lb, -1))
+            if diff is not None:  # same up to a constant
+                pick_left = (diff <= 0) == isinstance(node, Min)
+                return la if pick_left else lb
+            return {(type(node)(expr(la), expr(lb)),): 1}
+        case IfExpr(cond=c, then=a, else_=b):
+            c = cond(c)
+            folded = _fold(c)
+            if folded is not None:
+                return linear(a if folded else b)
+            la, lb = linear(a), linear(b)
+            if la == lb:
+                return la
+            return {(IfExpr(c, expr(la), expr(lb)),): 1}
+    raise TypeError(f"not an integer expression: {node!r}")
+
+
+def _fold(c) -> bool | None:
+    try:
+        return eval_cond(c, {})
+    except (KeyError, Exception):  # a free name: not constant
+        return None
+
+
+def cond(node):
+    """A simplified condition (constant comparisons are folded where they occur)."""
+    match node:
+        case Compare(op=op, left=a, right=b):
+            diff = _add(linear(a), linear(b), -1)
+            value = _const(diff)
+            if value is not None:
+                return Compare(op, Const(value), Const(0))
+            return Compare(op, simplify(a), simplify(b))
+        case And(left=a, right=b):
+            a, b = cond(a), cond(b)
+            fa, fb = _fold(a), _fold(b)
+            if fa is False or fb is False:
+                return Compare("==", Const(0), Const(1))
+            if fa is True:
+                return b
+            if fb is True:
+                return a
+            return And(a, b)
+        case Or(left=a, right=b):
+            a, b = cond(a), cond(b)
+            fa, fb = _fold(a), _fold(b)
+            if fa is True or fb is True:
+                return Compare("==", Const(0), Const(0))
+            if fa is False:
+                return b
+            if fb is False:
+                return a
+            return Or(a, b)
+        case Not(operand=a):
+            a = cond(a)
+            fa = _fold(a)
+            if fa is not None:
+                return Compare("==", Const(0), Const(0 if not fa else 1))
+            return Not(a)
+    raise TypeError(f"not a condition: {node!r}")
+
+
+def _sort_key(atom) -> tuple:
+    match atom:
+        case Var(name=n):
+            return (0, n)
+        case Iters(var=v):
+            return (1, v)
+    from semantics.printer import print_expr
+
+    return (2, print_expr(atom))
+
+
+def _mono_key(mono: tuple) -> tuple:
+    return (len(mono) == 1 and not isinstance(mono[0], (Var, Iters)), -len(mono), [_sort_key(a) for a in mono])
+
+
+def _mono_expr(mono: tuple):
+    result = mono[0]
+    for atom in mono[1:]:
+        result = BinOp("*", result, atom)
+    return result
+
+
+def expr(lin: Lin):
+    """An expression for a polynomial: positive terms first, the constant last."""
+    terms = sorted(((k, c) for k, c in lin.items() if k is not None and c != 0),
+                   key=lambda kc: (kc[1] < 0, _mono_key(kc[0])))
+    constant = lin.get(None, 0)
+    result = None
+    for mono, coef in terms:
+        atom = _mono_expr(mono)
+        term = atom if abs(coef) == 1 else BinOp("*", Const(abs(coef)), atom)
+        if result is None:
+            result = term if coef > 0 else Neg(term)
+        else:
+            result = BinOp("+" if coef > 0 else "-", result, term)
+    if result is None:
+        return Const(constant)
+    if constant > 0:
+        return BinOp("+", result, Const(constant))
+    if constant < 0:
+        return BinOp("-", result, Const(-constant))
+    return result
+
+
+def simplify(node):
+    """A simplified, equivalent integer expression."""
+    return expr(linear(node))

@@ -1,0 +1,138 @@
+"""Z3 encodings of the sequential meaning, over symbolic parameters and loop indices.
+
+Small plain functions: an expression or condition to a Z3 term (with Python's floor
+`//` and `%`), the iteration domain of a static instance, program order between two
+instances, and element equality of two accesses. The threshold algorithm proves its
+case analysis with these; the Z3 checker of issue 4 builds on them.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import z3
+
+from .context import Site, common_depth, static_order
+from .ir import (
+    Access, And, BinOp, Compare, Const, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Program, Var,
+)
+
+
+def py_floordiv(a, b):
+    # SMT-LIB `div` is Euclidean; it agrees with Python's floor for b > 0.
+    return z3.If(b > 0, a / b, (-a) / (-b))
+
+
+def py_mod(a, b):
+    return a - b * py_floordiv(a, b)
+
+
+def to_z3(node, env: Mapping[str, z3.ArithRef], iters: Mapping[str, z3.ArithRef] | None = None):
+    """The Z3 term of an expression or condition; names are looked up in `env`."""
+    match node:
+        case Const(value=v):
+            return z3.IntVal(v)
+        case Var(name=name):
+            return env[name]
+        case Iters(var=var):
+            if iters is None or var not in iters:
+                raise KeyError(f"no symbolic value for iters({var})")
+            return iters[var]
+        case BinOp(op=op, left=a, right=b):
+            x, y = to_z3(a, env, iters), to_z3(b, env, iters)
+            match op:
+                case "+":
+                    return x + y
+                case "-":
+                    return x - y
+                case "*":
+                    return x * y
+                case "//":
+                    return py_floordiv(x, y)
+                case "%":
+                    return py_mod(x, y)
+        case Neg(operand=a):
+            return -to_z3(a, env, iters)
+        case Min(left=a, right=b):
+            x, y = to_z3(a, env, iters), to_z3(b, env, iters)
+            return z3.If(x <= y, x, y)
+        case Max(left=a, right=b):
+            x, y = to_z3(a, env, iters), to_z3(b, env, iters)
+            return z3.If(x >= y, x, y)
+        case IfExpr(cond=c, then=a, else_=b):
+            return z3.If(to_z3(c, env, iters), to_z3(a, env, iters), to_z3(b, env, iters))
+        case Compare(op=op, left=a, right=b):
+            x, y = to_z3(a, env, iters), to_z3(b, env, iters)
+            return {"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
+        case And(left=a, right=b):
+            return z3.And(to_z3(a, env, iters), to_z3(b, env, iters))
+        case Or(left=a, right=b):
+            return z3.Or(to_z3(a, env, iters), to_z3(b, env, iters))
+        case Not(operand=a):
+            return z3.Not(to_z3(a, env, iters))
+    raise TypeError(f"cannot encode {node!r}")
+
+
+def param_env(program: Program) -> dict[str, z3.ArithRef]:
+    return {p.name: z3.Int(p.name) for p in program.params}
+
+
+def params_nonnegative(program: Program):
+    return [z3.Int(p.name) >= 0 for p in program.params]
+
+
+def instance_env(site: Site, tag: str, base: Mapping[str, z3.ArithRef]) -> dict[str, z3.ArithRef]:
+    """Parameters from `base`, and one fresh integer per enclosing loop of `site`."""
+    env = dict(base)
+    for loop in site.loops:
+        env[loop.var] = z3.Int(f"{loop.var}@{tag}")
+    return env
+
+
+def domain(site: Site, env: Mapping[str, z3.ArithRef]) -> list:
+    """The instance exists: every enclosing loop index in range, every guard as taken."""
+    facts = []
+    for step in site.trail[:-1]:
+        stmt = step.stmt
+        if isinstance(stmt, For):
+            v = env[stmt.var]
+            facts += [to_z3(stmt.lo, env) <= v, v < to_z3(stmt.hi, env)]
+        else:
+            cond = to_z3(stmt.cond, env)
+            facts.append(cond if step.branch else z3.Not(cond))
+    return facts
+
+
+def precedes(x: Site, x_env, y: Site, y_env):
+    """x's instance comes before y's instance in program order."""
+    depth = common_depth(x, y)
+    shared = [s.stmt.var for s in x.trail[:depth] if isinstance(s.stmt, For)]
+    cases = []
+    for level, var in enumerate(shared):
+        equal = [x_env[v] == y_env[v] for v in shared[:level]]
+        cases.append(z3.And(*equal, x_env[var] < y_env[var]))
+    if static_order(x, y) == "before":
+        cases.append(z3.And(*[x_env[v] == y_env[v] for v in shared]))
+    return z3.Or(*cases) if cases else z3.BoolVal(False)
+
+
+def same_element(a: Access, a_env, b: Access, b_env):
+    if a.buffer != b.buffer or len(a.indices) != len(b.indices):
+        return z3.BoolVal(False)
+    return z3.And(*[to_z3(i, a_env) == to_z3(j, b_env) for i, j in zip(a.indices, b.indices)])
+
+
+def conflicting_pairs(x, y) -> list[tuple[Access, Access]]:
+    """Access pairs of ops x and y on one buffer where at least one writes."""
+    pairs = []
+    for ax, x_writes in [(a, False) for a in x.reads] + [(a, True) for a in x.writes]:
+        for ay, y_writes in [(a, False) for a in y.reads] + [(a, True) for a in y.writes]:
+            if ax.buffer == ay.buffer and len(ax.indices) == len(ay.indices) and (x_writes or y_writes):
+                pairs.append((ax, ay))
+    return pairs
+
+
+def conflict(x, x_env, y, y_env):
+    """Some element is accessed by both instances and written by at least one."""
+    terms = [same_element(ax, x_env, ay, y_env) for ax, ay in conflicting_pairs(x, y)]
+    return z3.Or(*terms) if terms else z3.BoolVal(False)
