@@ -80,7 +80,8 @@ def print_access(access: Access) -> str:
 
 
 def print_wait(wait: Wait) -> str:
-    return f"{wait.engine} >= {print_expr(wait.threshold)}"
+    # An `if` threshold in a comma-separated list reads better in parentheses.
+    return f"{wait.engine} >= {print_expr(wait.threshold, _OR)}"
 
 
 def print_op(op: Op) -> str:

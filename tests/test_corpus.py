@@ -1,0 +1,146 @@
+"""The kernel corpus (kernels/**/*.sync) checked against its own expectations.
+
+Every kernel states, in machine-readable comment lines, what
+`syncproof verify --strategy manual FILE` must say about it:
+
+    # expect: VERDICT                  verdict at the default bounds (required)
+    # expect-soundness: VERDICT        verdict with --property soundness (optional)
+    # expect-param: NAME=V, ...        valuation of the counterexample (optional)
+    # expect-with: ARGS => VERDICT     verdict with extra verify arguments (optional,
+                                       may be repeated), e.g. `--param K=1..3 => bisimilar`
+
+The checks run through the command line (`verify.cli.main` with `--json`), so the
+exit status is checked as well: 0 when the property holds, 1 when it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from verify.cli import main
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = sorted(KERNELS_DIR.rglob("*.sync"))
+VERDICTS = ("bisimilar", "unsound", "over-synchronized", "deadlock", "unknown")
+
+_EXPECT = re.compile(r"^\s*#\s*expect(?P<kind>(?:-[a-z]+)?)\s*:\s*(?P<value>.*?)\s*$")
+_KINDS = ("", "-soundness", "-param", "-with")
+
+
+def _id(path: Path) -> str:
+    return path.relative_to(KERNELS_DIR).as_posix()
+
+
+def expectations(path: Path) -> dict[str, list[str]]:
+    """The `# expect...:` lines of a kernel file, by kind ('' for the plain `expect:`)."""
+    found: dict[str, list[str]] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        match = _EXPECT.match(line)
+        if match:
+            kind = match.group("kind")
+            assert kind in _KINDS, f"{_id(path)}:{number}: unknown expectation 'expect{kind}'"
+            found.setdefault(kind, []).append(match.group("value"))
+    return found
+
+
+def expected_verdict(path: Path, kind: str = "") -> str | None:
+    values = expectations(path).get(kind, [])
+    assert len(values) <= 1, f"{_id(path)}: more than one '# expect{kind}:' line"
+    if not values:
+        return None
+    assert values[0] in VERDICTS, f"{_id(path)}: '# expect{kind}: {values[0]}' is not a verdict ({', '.join(VERDICTS)})"
+    return values[0]
+
+
+def expected_exit(verdict: str, prop: str = "bisimulation") -> int:
+    if verdict == "unknown":
+        return 3
+    allowed = ("bisimilar", "over-synchronized") if prop == "soundness" else ("bisimilar",)
+    return 0 if verdict in allowed else 1
+
+
+def run_verify(capsys, path: Path, *extra: str) -> tuple[int, dict]:
+    capsys.readouterr()  # drop anything printed before
+    status = main(["verify", "--strategy", "manual", str(path), "--json", *extra])
+    out = capsys.readouterr().out
+    return status, json.loads(out)
+
+
+kernel_files = pytest.mark.parametrize("path", KERNELS, ids=_id)
+
+
+def test_corpus_is_not_empty():
+    assert len(KERNELS) >= 12, f"expected about a dozen kernels in {KERNELS_DIR}, found {len(KERNELS)}"
+
+
+def test_corpus_covers_every_definite_verdict():
+    seen = {expected_verdict(path) for path in KERNELS}
+    for verdict in ("bisimilar", "unsound", "over-synchronized", "deadlock"):
+        assert verdict in seen, f"no kernel in the corpus expects '{verdict}'"
+
+
+@kernel_files
+def test_kernel_starts_with_explanatory_comment(path):
+    first = path.read_text().splitlines()[0]
+    assert first.startswith("#"), f"{_id(path)} must start with a comment block saying what it models"
+
+
+@kernel_files
+def test_kernel_verdict_matches_expectation(path, capsys):
+    verdict = expected_verdict(path)
+    assert verdict is not None, f"{_id(path)} has no '# expect: VERDICT' line"
+    status, result = run_verify(capsys, path)
+    assert result["verdict"] == verdict
+    assert result["strategy"] == "manual"
+    assert result["scope"] == "bounded"
+    assert status == expected_exit(verdict)
+
+
+@kernel_files
+def test_kernel_soundness_verdict_matches_expectation(path, capsys):
+    verdict = expected_verdict(path, "-soundness")
+    if verdict is None:
+        pytest.skip("no '# expect-soundness:' line")
+    status, result = run_verify(capsys, path, "--property", "soundness")
+    assert result["verdict"] == verdict
+    assert result["property"] == "soundness"
+    assert status == expected_exit(verdict, "soundness")
+
+
+@kernel_files
+def test_failing_kernel_reports_trace_and_param(path, capsys):
+    verdict = expected_verdict(path)
+    if verdict in (None, "bisimilar", "unknown"):
+        pytest.skip("the property holds: no counterexample to report")
+    status, result = run_verify(capsys, path)
+    assert status == 1
+    assert result["trace"], "a failing verdict needs a non-empty trace"
+    assert isinstance(result["param"], dict)
+    assert set(result["param"]) == set(result["bounds"])
+    for name, value in result["param"].items():
+        lo, hi = result["bounds"][name]
+        assert lo <= value <= hi
+    assert result["failing"], "a failing verdict names the offending issue"
+    for pattern in expectations(path).get("-param", []):
+        wanted = dict(item.strip().split("=") for item in pattern.split(",") if item.strip())
+        assert {k: str(v) for k, v in result["param"].items() if k in wanted} == wanted
+
+
+@kernel_files
+def test_kernel_verdict_with_other_bounds_matches_expectation(path, capsys):
+    lines = expectations(path).get("-with", [])
+    if not lines:
+        pytest.skip("no '# expect-with:' line")
+    for line in lines:
+        args, sep, verdict = line.rpartition("=>")
+        assert sep, f"{_id(path)}: '# expect-with: {line}' needs 'ARGS => VERDICT'"
+        verdict = verdict.strip()
+        assert verdict in VERDICTS
+        status, result = run_verify(capsys, path, *shlex.split(args))
+        assert result["verdict"] == verdict, f"with {args.strip()}"
+        assert status == expected_exit(verdict), f"with {args.strip()}"
