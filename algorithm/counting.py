@@ -69,11 +69,23 @@ class _AutoEnv(dict):
         return value
 
 
+class _ItersEnv(dict):
+    # Tracked counts are free integers to the prover: nothing is assumed of them.
+    def __missing__(self, var):
+        value = z3.Int(f"iters({var})")
+        self[var] = value
+        return value
+
+    def __contains__(self, var):
+        return True
+
+
 ENV = _AutoEnv()
+ITERS = _ItersEnv()
 
 
 def z(node):
-    return to_z3(node, ENV)
+    return to_z3(node, ENV, ITERS)
 
 
 def subst(node, env: dict):
@@ -123,6 +135,18 @@ def refine(node, facts: Facts):
     match node:
         case Const() | Var() | Iters():
             return node
+        case BinOp(op="%", left=a, right=Const(value=m)) if 1 < m <= 8:
+            node = BinOp("%", refine(a, facts), Const(m))
+            for value in range(m):  # a residue that is the same at every point
+                if facts.proves(z(node) == value):
+                    return Const(value)
+            return node
+        case BinOp(op="%", left=a, right=m):
+            node = BinOp("%", refine(a, facts), refine(m, facts))
+            for value in (Const(0), simplify(BinOp("-", m, Const(1)))):  # a residue fixed at every point
+                if facts.proves(z(node) == z(value)):
+                    return value
+            return node
         case BinOp(op=op, left=a, right=b):
             return BinOp(op, refine(a, facts), refine(b, facts))
         case Neg(operand=a):
@@ -134,6 +158,7 @@ def refine(node, facts: Facts):
                 return a if first_smaller == isinstance(node, Min) else b
             return type(node)(a, b)
         case IfExpr(cond=c, then=a, else_=b):
+            c = refine_cond(c, facts)
             zc = z(c)
             if facts.proves(zc):
                 return refine(a, facts)
@@ -141,6 +166,25 @@ def refine(node, facts: Facts):
                 return refine(b, facts)
             return IfExpr(c, refine(a, facts.with_(zc)), refine(b, facts.with_(z3.Not(zc))))
     raise TypeError(f"not an integer expression: {node!r}")
+
+
+def refine_cond(node, facts: Facts):
+    """A condition with its integer parts refined and provable conjuncts dropped."""
+    match node:
+        case Compare(op=op, left=a, right=b):
+            return simplify_cond(Compare(op, refine(simplify(a), facts), refine(simplify(b), facts)))
+        case And(left=a, right=b):
+            a, b = refine_cond(a, facts), refine_cond(b, facts)
+            if facts.proves(z(a)):
+                return b
+            if facts.proves(z(b)):
+                return a
+            return And(a, b)
+        case Or(left=a, right=b):
+            return Or(refine_cond(a, facts), refine_cond(b, facts))
+        case Not(operand=a):
+            return Not(refine_cond(a, facts))
+    raise TypeError(f"not a condition: {node!r}")
 
 
 def tidy(node, facts: Facts):
@@ -194,16 +238,16 @@ def _interval(c, w: str):
 
 
 def _congruence(c, w: str):
-    """`(w + k) % m == r` with constant m > 0: (m, residue expression) or None."""
+    """`(w + k) % m == r` (m free of w, assumed > 0): (m, r, residue of w) or None."""
     if not isinstance(c, Compare) or c.op != "==":
         return None
     for left, right in ((c.left, c.right), (c.right, c.left)):
-        if isinstance(left, BinOp) and left.op == "%" and not mentions(right, w):
-            m = _const(linear(left.right))
+        if isinstance(left, BinOp) and left.op == "%" and not mentions(right, w) and not mentions(left.right, w):
+            m = left.right
             solved = _solve_linear(left.left, w)
-            if m and m > 0 and solved and solved[0] == 1:
+            if solved and solved[0] == 1:
                 # w + k == r (mod m)  <=>  w % m == (r - k) % m, when 0 <= r < m
-                return m, right, simplify(BinOp("%", BinOp("-", right, solved[1]), Const(m)))
+                return m, right, simplify(BinOp("%", BinOp("-", right, solved[1]), m))
     return None
 
 
@@ -239,12 +283,14 @@ def guard_count(c, w: str, lo, hi, facts: Facts):
     congruence = _congruence(c, w)
     if congruence is not None:
         m, r, residue = congruence
+        if not facts.proves(z(m) > 0):
+            raise Unsupported("a congruence modulo a value that may be <= 0")
 
         def upto(n):  # #{v < n : v % m == residue} - (same at 0), Python floors
-            return BinOp("//", BinOp("+", BinOp("-", n, residue), Const(m - 1)), Const(m))
+            return BinOp("//", BinOp("+", BinOp("-", n, residue), BinOp("-", m, Const(1))), m)
 
         count = Max(Const(0), BinOp("-", upto(hi), upto(lo)))
-        valid = And(Compare("<=", Const(0), r), Compare("<", r, Const(m)))
+        valid = And(Compare("<=", Const(0), r), Compare("<", r, m))
         return tidy(IfExpr(valid, count, Const(0)), facts)
     raise Unsupported("cannot count the iterations where a condition holds")
 
@@ -336,15 +382,22 @@ def _stmt_count(stmt, env, targets, facts):
             w = f"{var}#{next(_fresh)}"
             inner_facts = facts.with_(z(lo) <= ENV[w], ENV[w] < z(hi))
             summand = full_count(inner, {**env, var: Var(w)}, targets, inner_facts)
+            if loop_target(var) in targets:  # counting the iterations of this loop
+                summand = simplify(BinOp("+", summand, Const(1)))
             return loop_sum(summand, w, lo, hi, facts)
     return Const(0)
+
+
+def loop_target(var: str) -> str:
+    """The target name that counts the iterations of loop `var` (not an op name)."""
+    return f"loop {var}"
 
 
 def _has_target(stmt, targets) -> bool:
     from semantics.ir import walk_stmts
 
-    body = stmt.body if isinstance(stmt, For) else stmt.then + stmt.else_
-    return any(isinstance(s, Op) and s.name in targets for s in walk_stmts(body))
+    return any((isinstance(s, Op) and s.name in targets) or (isinstance(s, For) and loop_target(s.var) in targets)
+               for s in walk_stmts((stmt,)))
 
 
 def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: frozenset[str], facts: Facts):
@@ -369,7 +422,8 @@ def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: 
             w = f"{var}#{next(_fresh)}"
             earlier_facts = facts.with_(z(lo) <= ENV[w], ENV[w] < z(value))
             summand = full_count(inner_body, {**env, var: Var(w)}, targets, earlier_facts)
-            earlier = loop_sum(summand, w, lo, value, facts)
-            rest = count_upto(inner_body, {**env, var: value}, steps[1:], values, targets, facts)
+            begun = 1 if loop_target(var) in targets else 0  # the current iteration has begun
+            earlier = loop_sum(simplify(BinOp("+", summand, Const(begun))), w, lo, value, facts)
+            rest = BinOp("+", count_upto(inner_body, {**env, var: value}, steps[1:], values, targets, facts), Const(begun))
             return simplify(BinOp("+", BinOp("+", total, earlier), rest))
     raise TypeError(f"bad trail step {step!r}")

@@ -10,10 +10,15 @@ original has one.
 
 from __future__ import annotations
 
+import itertools
+from fractions import Fraction
+
 from semantics.evaluate import eval_cond
 from semantics.ir import (
     And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 Lin = dict  # monomial (a sorted tuple of atoms; None for the constant) -> coefficient
 
@@ -65,15 +70,24 @@ def linear(node) -> Lin:
             la, lb = linear(a), linear(b)
             ca, cb = _const(la), _const(lb)
             if cb is not None and cb != 0:
-                if ca is not None:
+                if ca is not None and isinstance(ca, int):
                     return {None: ca // cb if op == "//" else ca % cb}
                 if op == "//" and cb == 1:
                     return la
+                if op == "//" and cb > 0 and _always_divisible(la, cb):
+                    # an exact division (a sum formula such as n * (n - 1) // 2)
+                    return {k: Fraction(c) / cb for k, c in la.items()}
                 if op == "%" and cb in (1, -1):
                     return {None: 0}
-                if op == "%" and all(c % cb == 0 for k, c in la.items() if k is not None):
+                if op == "%" and all(isinstance(c, int) and c % cb == 0 for k, c in la.items() if k is not None) \
+                        and isinstance(la.get(None, 0), int):
                     # (k*m*x + c) % m == c % m
                     return {None: la.get(None, 0) % cb}
+            if op == "%" and list(la.values()) == [1]:
+                mono = next(iter(la))
+                if mono is not None and len(mono) == 1 and isinstance(mono[0], BinOp) \
+                        and mono[0].op == "%" and linear(mono[0].right) == lb:
+                    return la  # (a % m) % m == a % m
             return {(BinOp(op, expr(la), expr(lb)),): 1}
         case Min() | Max():
             la, lb = linear(node.left), linear(node.right)
@@ -99,6 +113,27 @@ def linear(node) -> Lin:
     raise TypeError(f"not an integer expression: {node!r}")
 
 
+def _always_divisible(lin: Lin, d: int) -> bool:
+    """Is the polynomial a multiple of d for every integer value of its atoms?
+    Its value mod d is periodic with period d in each atom: check one period."""
+    if any(not isinstance(c, int) and Fraction(c).denominator != 1 for c in lin.values()):
+        return False
+    atoms = sorted({a for mono in lin if mono for a in mono}, key=_sort_key)
+    if len(atoms) > 4 or d > 6:
+        return False
+    for point in itertools.product(range(d), repeat=len(atoms)):
+        value = dict(zip(atoms, point))
+        total = 0
+        for mono, coef in lin.items():
+            term = int(coef)
+            for a in mono or ():
+                term *= value[a]
+            total += term
+        if total % d:
+            return False
+    return True
+
+
 def _fold(c) -> bool | None:
     try:
         return eval_cond(c, {})
@@ -114,6 +149,13 @@ def cond(node):
             value = _const(diff)
             if value is not None:
                 return Compare(op, Const(value), Const(0))
+            terms = [(k, c) for k, c in diff.items() if k is not None]
+            if len(terms) == 1 and terms[0][1] in (1, -1) and isinstance(diff.get(None, 0), int):
+                # m + k op 0  =>  m op -k ;  -m + k op 0  =>  m op' k
+                (mono, coef), k = terms[0], diff.get(None, 0)
+                if coef == 1:
+                    return Compare(op, _mono_expr(mono), Const(-k))
+                return Compare(_FLIP[op], _mono_expr(mono), Const(k))
             return Compare(op, simplify(a), simplify(b))
         case And(left=a, right=b):
             a, b = cond(a), cond(b)
@@ -122,7 +164,7 @@ def cond(node):
                 return Compare("==", Const(0), Const(1))
             if fa is True:
                 return b
-            if fb is True:
+            if fb is True or a == b:
                 return a
             return And(a, b)
         case Or(left=a, right=b):
@@ -167,7 +209,15 @@ def _mono_expr(mono: tuple):
 
 
 def expr(lin: Lin):
-    """An expression for a polynomial: positive terms first, the constant last."""
+    """An expression for a polynomial: positive terms first, the constant last;
+    fractional coefficients become one exact division at the end."""
+    denominators = [Fraction(c).denominator for c in lin.values()]
+    scale = 1
+    for d in denominators:
+        scale = scale * d // _gcd(scale, d)
+    if scale != 1:
+        return BinOp("//", expr({k: int(c * scale) for k, c in lin.items()}), Const(scale))
+    lin = {k: int(c) for k, c in lin.items()}
     terms = sorted(((k, c) for k, c in lin.items() if k is not None and c != 0),
                    key=lambda kc: (kc[1] < 0, _mono_key(kc[0])))
     constant = lin.get(None, 0)
@@ -186,6 +236,12 @@ def expr(lin: Lin):
     if constant < 0:
         return BinOp("-", result, Const(-constant))
     return result
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
 
 
 def simplify(node):

@@ -1,0 +1,469 @@
+"""`threshold`: the barrier-free algorithm.
+
+Rule. For every op y and every other engine F, y waits `F >= T(y, F)` where T is
+the minimal threshold of DESIGN.md section 2: 1 + the engine-local index of the last
+F-instance y depends on, i.e. the number of F-instances up to and including that
+producer in program order. No barrier is emitted; input waits and barriers are
+replaced.
+
+How T is built, per producer op x on F and conflicting access pair (x, y):
+1. Candidates for the last conflicting x-instance before y, latest first: x in the
+   same iteration of all common loops (when x precedes y in their body), then x in an
+   earlier iteration of the innermost common loop, then of the next outer one, ... For
+   each, the loop indices not fixed by y are chosen as the latest ones allowed by the
+   loop ranges, the guards and the index equations (an equality `u = e`, a
+   congruence `u % m == r` or a bound), and the candidate carries the exact condition
+   under which that instance exists and conflicts.
+2. Z3 proves the case analysis over unbounded parameters and indices: each
+   candidate, when its condition holds, is a conflicting instance before y, and no
+   conflicting x-instance lies after it (or exists at all when no condition holds).
+   If Z3 cannot prove it (or answers unknown), the pair is not exact and the threshold
+   falls back to "every earlier F-instance" (sound and deadlock-free, reported).
+3. The count up to the candidate: F-instances before the start of the body that
+   y and the candidate share (from tracked counts, `iters`, or 0 at the top level)
+   plus the closed-form count inside that body (algorithm/counting.py), plus one.
+4. T = max over producers and pairs, each `if cond1 then count1 else if ... else 0`,
+   simplified under the facts at y (a threshold <= 0 holds anyway, so branches that
+   are <= 0 merge).
+
+Run-time cost (Trainium-like engines): each engine keeps one register per loop for
+`iters(v)`, incremented at every iteration start (all engines evaluate every loop
+bound, so every engine can). A wait evaluates its threshold expression with the
+current loop indices and those registers, then compares against the semaphore:
+the cost is one compare plus the arithmetic operations of the printed expression.
+"""
+
+from __future__ import annotations
+
+import attrs
+import z3
+
+from semantics.context import Site, common_depth, sites, static_order
+from semantics.ir import (
+    And, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Program, Var, Wait, loops, map_ops,
+)
+from semantics.symbolic import conflicting_pairs, domain, precedes, same_element, to_z3
+from .counting import ENV, ITERS, Facts, loop_target, Unsupported, _congruence, _interval, count_upto, mentions, refine, subst, z
+from .simplify import cond as simplify_cond, simplify
+
+
+@attrs.frozen
+class Candidate:
+    condition: object  # IR condition over y's loop indices and parameters
+    values: dict  # x's loop variable -> IR expression
+    depth: int  # trail depth of the body y and the candidate share
+
+
+@attrs.frozen
+class PlanEntry:
+    op: str
+    engine: str  # producer engine F
+    threshold: object  # IR expression
+    exact: bool
+    note: str | None = None
+
+
+@attrs.define
+class Plan:
+    entries: list = attrs.Factory(list)
+    dependence_pairs: int = 0  # static (producer op, consumer op) pairs with a possible dependence
+
+
+def _body_at(program: Program, trail, depth: int):
+    if depth == 0:
+        return program.body
+    step = trail[depth - 1]
+    if isinstance(step.stmt, For):
+        return step.stmt.body
+    return step.stmt.then if step.branch else step.stmt.else_
+
+
+def _site_facts(program: Program, y: Site) -> Facts:
+    """Parameters >= 0, y's loop ranges and guards, and every tracked count at y
+    (in closed form where one exists, else just its sign)."""
+    env = {p.name: ENV[p.name] for p in program.params}
+    for loop in y.loops:
+        env[loop.var] = ENV[loop.var]
+    facts = Facts([ENV[p.name] >= 0 for p in program.params] + domain(y, env))
+    params = {p.name: Var(p.name) for p in program.params}
+    values = {l.var: Var(l.var) for l in y.loops}
+    extra = []
+    for loop in loops(program):
+        extra.append(ITERS[loop.var] >= (1 if loop in y.loops else 0))
+        try:
+            count = count_upto(program.body, params, y.trail, values, frozenset([loop_target(loop.var)]), facts)
+            extra.append(ITERS[loop.var] == z(count))
+        except Unsupported:
+            pass
+    return facts.with_(*extra)
+
+
+def _constraints(conds, u: str):
+    """Split conditions on free index u into guidance: equalities, congruences, bounds."""
+    equal, congruent, upper = [], [], []
+    for c in conds:
+        if not isinstance(c, Compare) or not mentions(c, u):
+            continue
+        interval = _interval(c, u)
+        if interval is not None:
+            lo, hi = interval
+            if lo is not None and hi is not None:
+                equal.append(lo)
+            elif hi is not None:
+                upper.append(simplify(BinOp("-", hi, Const(1))))
+            continue
+        cong = _congruence(c, u)
+        if cong is not None:
+            congruent.append(cong)
+    return equal, congruent, upper
+
+
+def _latest(loop: For, u: str, hi, conds, env):
+    """The latest index u < hi suggested by the conditions (not yet checked)."""
+    equal, congruent, upper = _constraints(conds, u)
+    if equal:
+        return equal[0]
+    top = simplify(BinOp("-", hi, Const(1)))
+    for bound in upper:
+        top = simplify(Min(bound, top))
+    if congruent:
+        m, _, residue = congruent[0]
+        return simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))
+    return top
+
+
+def _candidates(program: Program, x: Site, y: Site, pair) -> list[Candidate]:
+    ax, ay = pair
+    depth = common_depth(x, y)
+    shared = [(n, s.stmt) for n, s in enumerate(x.trail[:depth]) if isinstance(s.stmt, For)]
+    plans = []
+    if static_order(x, y) == "before":
+        plans.append((depth, {}))
+    for n, loop in reversed(shared):
+        plans.append((n, {loop.var: Var(loop.var)}))  # this loop's index is free below y's
+    out = []
+    for fixed_depth, bounded in plans:
+        values: dict = {}
+        env = {p.name: Var(p.name) for p in program.params}
+        for step in x.trail[:fixed_depth]:
+            if isinstance(step.stmt, For):
+                env[step.stmt.var] = Var(step.stmt.var)
+                values[step.stmt.var] = Var(step.stmt.var)
+        conditions = []
+        for n, step in enumerate(x.trail[fixed_depth:-1], fixed_depth):
+            stmt = step.stmt
+            if isinstance(stmt, If):
+                c = subst(stmt.cond, env)
+                conditions.append(c if step.branch else Not(c))
+                continue
+            u = stmt.var
+            lo = simplify(subst(stmt.lo, env))
+            hi = simplify(subst(stmt.hi, env))
+            if u in bounded:
+                hi = bounded[u]  # an earlier iteration than y's own (which is below hi)
+            placeholder = Var(f"{u}#free")
+            pending = _pending_conditions(x, n, env, placeholder, u, ax, ay)
+            chosen = _latest(stmt, f"{u}#free", hi, pending, env)
+            conditions += [Compare("<=", lo, chosen), Compare("<", chosen, hi)]
+            env[u] = chosen
+            values[u] = chosen
+        for ix, iy in zip(ax.indices, ay.indices):
+            conditions.append(Compare("==", subst(ix, env), iy))
+        condition = _conjoin([simplify_cond(c) for c in conditions])
+        out.append(Candidate(condition, values, fixed_depth if fixed_depth == depth else _step_depth(x, bounded)))
+    return out
+
+
+def _step_depth(x: Site, bounded: dict) -> int:
+    (var,) = bounded
+    for n, step in enumerate(x.trail):
+        if isinstance(step.stmt, For) and step.stmt.var == var:
+            return n
+    raise AssertionError(var)
+
+
+def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
+    """Conditions that constrain the free index u once outer indices are chosen:
+    guards right below its loop and index equations that mention only u among the
+    still-free indices."""
+    later_vars = {s.stmt.var for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)}
+    env_u = {**env, u: placeholder}
+    out = []
+    for step in x.trail[n + 1:-1]:
+        if isinstance(step.stmt, For):
+            break
+        c = subst(step.stmt.cond, env_u)
+        if step.branch:
+            out.append(simplify_cond(c))
+    for ix, iy in zip(ax.indices, ay.indices):
+        if not any(mentions(ix, v) for v in later_vars):
+            out.append(simplify_cond(Compare("==", subst(ix, env_u), iy)))
+    return out
+
+
+def _conjoin(conds):
+    conds = [c for c in conds if not (isinstance(c, Compare) and c.left == c.right and c.op in ("==", "<=", ">="))]
+    if not conds:
+        return Compare("==", Const(0), Const(0))
+    result = conds[0]
+    for c in conds[1:]:
+        result = And(result, c)
+    return result
+
+
+# ------------------------------------------------------------ proof by Z3
+
+
+def _check_unsat(*assertions, timeout_ms: int = 5000) -> str | None:
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(*assertions)
+    result = solver.check()
+    if result == z3.unsat:
+        return None
+    return "z3 found a counterexample" if result == z3.sat else f"z3: unknown ({solver.reason_unknown()})"
+
+
+def _prove_candidates(program: Program, x: Site, y: Site, pair, candidates: list[Candidate]) -> str | None:
+    """None when Z3 proves the candidates exact; else why not."""
+    ax, ay = pair
+    params = {p.name: ENV[p.name] for p in program.params}
+    y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
+    x_env = {**params, **{l.var: z3.Int(f"{l.var}@x") for l in x.loops}}
+    nonneg = [v >= 0 for v in params.values()]
+    y_dom = domain(y, y_env)
+    some_x = domain(x, x_env) + [same_element(ax, x_env, ay, y_env), precedes(x, x_env, y, y_env)]
+    earlier_fail = []
+    for candidate in candidates:
+        c = to_z3(candidate.condition, ENV)
+        r_env = {**params, **{v: to_z3(e, ENV) for v, e in candidate.values.items()}}
+        valid = z3.And(*domain(x, r_env), same_element(ax, r_env, ay, y_env), precedes(x, r_env, y, y_env))
+        why = _check_unsat(*nonneg, *y_dom, c, z3.Not(valid))
+        if why:
+            return f"a candidate is not always a conflicting earlier instance ({why})"
+        why = _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail, c, precedes(x, r_env, x, x_env))
+        if why:
+            return f"a later conflicting instance escapes the case analysis ({why})"
+        earlier_fail.append(z3.Not(c))
+    why = _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail)
+    if why:
+        return f"a conflicting instance escapes the case analysis ({why})"
+    return None
+
+
+# --------------------------------------------------------------- counting
+
+
+def _iters_count(program: Program, y: Site, x_site: Site, facts: Facts):
+    """Instances of x_site's op before y (program order), from tracked counts."""
+    depth = common_depth(x_site, y)
+    loop_steps = [n for n, s in enumerate(x_site.trail[:-1]) if isinstance(s.stmt, For)]
+    if not loop_steps:
+        if static_order(x_site, y) != "before":
+            return Const(0)
+        guards = [c if b else Not(c) for c, b in x_site.guards]
+        return simplify(IfExpr(_conjoin(guards), Const(1), Const(0))) if guards else Const(1)
+    inner = loop_steps[-1]
+    if any(isinstance(s.stmt, If) for s in x_site.trail[inner + 1:-1]):
+        env = {p.name: Var(p.name) for p in program.params}
+        values = {l.var: Var(l.var) for l in y.loops}
+        return count_upto(program.body, env, y.trail, values, frozenset([x_site.op.name]), facts)
+    loop = x_site.trail[inner].stmt
+    current = inner < depth and static_order(x_site, y) == "after"
+    return simplify(BinOp("-", Iters(loop.var), Const(1 if current else 0)))
+
+
+def _count_before_y(program: Program, y: Site, targets: list[Site], facts: Facts):
+    total = Const(0)
+    for x_site in targets:
+        total = BinOp("+", total, _iters_count(program, y, x_site, facts))
+    return simplify(total)
+
+
+def _candidate_count(program, x: Site, y: Site, candidate: Candidate, targets: list[Site], facts: Facts):
+    """F-instances up to and including the candidate, in the cheaper of two exact forms:
+    counted from the program start (closed form over loop indices), or counted back
+    from y (tracked counts at y minus the instances between the candidate and y)."""
+    names = frozenset(t.op.name for t in targets)
+    at_facts = facts.with_(z(candidate.condition))
+    forms = []
+    try:
+        env = {p.name: Var(p.name) for p in program.params}
+        forms.append(simplify(BinOp("+", count_upto(program.body, env, x.trail, candidate.values, names, at_facts), Const(1))))
+    except Unsupported:
+        pass
+    depth = candidate.depth
+    body = _body_at(program, y.trail, depth)
+    env = {p.name: Var(p.name) for p in program.params}
+    for step in y.trail[:depth]:
+        if isinstance(step.stmt, For):
+            env[step.stmt.var] = Var(step.stmt.var)
+    try:
+        upto_x = count_upto(body, env, x.trail[depth:], candidate.values, names, at_facts)
+        y_values = {l.var: Var(l.var) for l in y.loops}
+        upto_y = count_upto(body, env, y.trail[depth:], y_values, names, facts)
+        before_y = _count_before_y(program, y, targets, facts)
+        forms.append(simplify(BinOp("+", BinOp("-", before_y, BinOp("-", upto_y, upto_x)), Const(1))))
+    except Unsupported:
+        if not forms:
+            raise
+    return min(forms, key=_cost)
+
+
+def _cost(node) -> tuple:
+    """Run-time cost of a threshold: polynomial degree first, then operations."""
+    from semantics.printer import print_expr
+
+    def degree(n) -> int:
+        match n:
+            case BinOp(op="*", left=a, right=b):
+                return degree(a) + degree(b)
+            case BinOp(left=a, right=b) | Min(left=a, right=b) | Max(left=a, right=b):
+                return max(degree(a), degree(b))
+            case Neg(operand=a):
+                return degree(a)
+            case IfExpr(then=a, else_=b):
+                return max(degree(a), degree(b))
+            case Var() | Iters():
+                return 1
+        return 0
+
+    text = print_expr(node)
+    return (degree(node), sum(text.count(op) for op in ("+", "-", "*", "//", "%", "min", "max", "if")), len(text))
+
+
+def _closed_iters(program: Program, y: Site, node):
+    """Replace iters(v) of a loop that runs at most once (no enclosing loop) by its
+    closed form at y: v - lo + 1 inside the loop, the trip count after it, 0 before it."""
+    all_sites = {s.stmt.var: (n, s) for n, s in enumerate(y.trail) if isinstance(s.stmt, For)}
+    top = {}
+    for index, stmt in enumerate(program.body):
+        if isinstance(stmt, For):
+            top[stmt.var] = (index, stmt)
+    env = {}
+    for var, (index, loop) in top.items():
+        if var in all_sites:
+            env[var] = BinOp("+", BinOp("-", Var(var), loop.lo), Const(1))
+        elif index < y.trail[0].index:
+            env[var] = Max(Const(0), BinOp("-", loop.hi, loop.lo))
+        else:
+            env[var] = Const(0)
+    return _subst_iters(node, env)
+
+
+def _subst_iters(node, env):
+    match node:
+        case Iters(var=var):
+            return env.get(var, node)
+        case Const() | Var():
+            return node
+        case BinOp(op=op, left=a, right=b):
+            return BinOp(op, _subst_iters(a, env), _subst_iters(b, env))
+        case Neg(operand=a):
+            return Neg(_subst_iters(a, env))
+        case Min(left=a, right=b) | Max(left=a, right=b):
+            return type(node)(_subst_iters(a, env), _subst_iters(b, env))
+        case IfExpr(cond=c, then=a, else_=b):
+            return IfExpr(c, _subst_iters(a, env), _subst_iters(b, env))
+    raise TypeError(node)
+
+
+def _tidy_threshold(t, facts: Facts):
+    """Simplify a threshold; values <= 0 all mean 'always holds', so they merge."""
+    from .counting import tidy
+
+    t = tidy(t, facts)
+    match t:
+        case IfExpr(cond=c, then=a, else_=b):
+            zc = z(c)
+            yes, no = facts.with_(zc), facts.with_(z3.Not(zc))
+            a, b = _tidy_threshold(a, yes), _tidy_threshold(b, no)
+            if no.proves(z(a) == z(b)) or (no.proves(z(a) <= 0) and no.proves(z(b) <= 0)):
+                return a
+            if yes.proves(z(a) == z(b)) or (yes.proves(z(a) <= 0) and yes.proves(z(b) <= 0)):
+                return b
+            return IfExpr(c, a, b)
+        case Max(left=a, right=b):
+            a, b = _tidy_threshold(a, facts), _tidy_threshold(b, facts)
+            if facts.proves(z(a) <= z(b)) or facts.proves(z(a) <= 0):
+                return b
+            if facts.proves(z(b) <= z(a)) or facts.proves(z(b) <= 0):
+                return a
+            for one, other in ((a, b), (b, a)):  # max(k, if c then p else q) = if c then max(k, p) else max(k, q)
+                if isinstance(other, IfExpr) and not isinstance(one, IfExpr):
+                    return _tidy_threshold(IfExpr(other.cond, Max(one, other.then), Max(one, other.else_)), facts)
+            return Max(a, b)
+    return t
+
+
+def plan_thresholds(program: Program) -> Plan:
+    """The threshold of every (op, producer engine) pair with a possible dependence."""
+    all_sites = sites(program)
+    plan = Plan()
+    for y in all_sites.values():
+        facts = _site_facts(program, y)
+        for engine in program.engines:
+            if engine == y.op.engine:
+                continue
+            targets = [s for s in all_sites.values() if s.op.engine == engine]
+            producers = [(x, pair) for x in targets for pair in conflicting_pairs(x.op, y.op)]
+            if not producers:
+                continue
+            plan.dependence_pairs += len({x.op.name for x, _ in producers})
+            parts, notes = [], []
+            for x, pair in producers:
+                try:
+                    candidates = _candidates(program, x, y, pair)
+                    why = _prove_candidates(program, x, y, pair, candidates)
+                    if why:
+                        raise Unsupported(f"{x.op.name} -> {y.op.name}: {why}")
+                    part = Const(0)
+                    for candidate in reversed(candidates):
+                        count = _candidate_count(program, x, y, candidate, targets, facts)
+                        part = IfExpr(candidate.condition, count, part)
+                    parts.append(part)
+                except Unsupported as why:
+                    notes.append(str(why))
+            if notes:
+                threshold, exact = _count_before_y(program, y, targets, facts), False
+            else:
+                threshold = parts[0]
+                for part in parts[1:]:
+                    threshold = Max(threshold, part)
+                exact = True
+            threshold = _tidy_threshold(_closed_iters(program, y, threshold), facts)
+            if isinstance(threshold, Const) and threshold.value <= 0:
+                continue
+            plan.entries.append(PlanEntry(y.op.name, engine, threshold, exact, "; ".join(notes) or None))
+    return plan
+
+
+def apply_plan(program: Program, entries) -> Program:
+    """The program with each op's waits replaced by the plan's and no barriers."""
+    waits: dict[str, list[Wait]] = {}
+    for entry in entries:
+        waits.setdefault(entry.op, []).append(Wait(entry.engine, entry.threshold))
+    body = map_ops(program.body, lambda op: attrs.evolve(op, waits=tuple(waits.get(op.name, ()))))
+    return attrs.evolve(program, body=_drop_barriers(body))
+
+
+def _drop_barriers(body):
+    from semantics.ir import Barrier
+
+    out = []
+    for stmt in body:
+        match stmt:
+            case Barrier():
+                continue
+            case For():
+                out.append(attrs.evolve(stmt, body=_drop_barriers(stmt.body)))
+            case If():
+                out.append(attrs.evolve(stmt, then=_drop_barriers(stmt.then), else_=_drop_barriers(stmt.else_)))
+            case _:
+                out.append(stmt)
+    return tuple(out)
+
+
+def threshold(program: Program) -> Program:
+    """The barrier-free strategy: exact minimal thresholds, no barriers."""
+    return apply_plan(program, plan_thresholds(program).entries)
