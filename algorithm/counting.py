@@ -39,23 +39,23 @@ class Unsupported(SyncproofError):
 class Facts:
     """What is known at a point (Z3 assertions over named integers) and a prover."""
 
-    def __init__(self, assertions=(), timeout_ms: int = 2000):
+    def __init__(self, assertions=(), rlimit: int = 2_000_000):
         self.assertions = list(assertions)
-        self.timeout_ms = timeout_ms
+        self.rlimit = rlimit  # Z3 resource units: deterministic, unlike a time limit
         self._cache: dict = {}
 
     def z3_env(self):
         return _AutoEnv()
 
     def with_(self, *more) -> "Facts":
-        out = Facts(self.assertions + list(more), self.timeout_ms)
+        out = Facts(self.assertions + list(more), self.rlimit)
         return out
 
     def proves(self, claim) -> bool:
         key = (tuple(a.sexpr() for a in self.assertions), claim.sexpr())
         if key not in self._cache:
             solver = z3.Solver()
-            solver.set("timeout", self.timeout_ms)
+            solver.set("rlimit", self.rlimit)
             solver.add(*self.assertions)
             solver.add(z3.Not(claim))
             self._cache[key] = solver.check() == z3.unsat

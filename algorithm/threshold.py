@@ -214,9 +214,9 @@ def _conjoin(conds):
 # ------------------------------------------------------------ proof by Z3
 
 
-def _check_unsat(*assertions, timeout_ms: int = 5000) -> str | None:
+def _check_unsat(*assertions, rlimit: int = 20_000_000) -> str | None:
     solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    solver.set("rlimit", rlimit)  # deterministic budget
     solver.add(*assertions)
     result = solver.check()
     if result == z3.unsat:
@@ -373,6 +373,9 @@ def _tidy_threshold(t, facts: Facts):
     from .counting import tidy
 
     t = tidy(t, facts)
+    if facts.proves(z(t) <= 0):
+        return Const(0)
+    t = _push_into_branches(t)
     match t:
         case IfExpr(cond=c, then=a, else_=b):
             zc = z(c)
@@ -394,6 +397,21 @@ def _tidy_threshold(t, facts: Facts):
                     return _tidy_threshold(IfExpr(other.cond, Max(one, other.then), Max(one, other.else_)), facts)
             return Max(a, b)
     return t
+
+
+def _push_into_branches(t):
+    """rest + (if c then a else b)  =>  if c then rest + a else rest + b."""
+    from .simplify import expr as lin_expr, linear
+
+    lin = linear(t)
+    branches = [(k, c) for k, c in lin.items() if k is not None and len(k) == 1 and isinstance(k[0], IfExpr)]
+    if len(branches) != 1 or len(lin) == 1 and abs(branches[0][1]) == 1:
+        return t
+    (mono, coef), = branches
+    rest = lin_expr({k: c for k, c in lin.items() if k != mono})
+    ite = mono[0]
+    scale = lambda e: BinOp("*", Const(coef), e)
+    return IfExpr(ite.cond, simplify(BinOp("+", rest, scale(ite.then))), simplify(BinOp("+", rest, scale(ite.else_))))
 
 
 def plan_thresholds(program: Program) -> Plan:

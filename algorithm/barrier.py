@@ -1,0 +1,119 @@
+"""`barrier`: the baseline of the paper and of SNAX's insert-sync-barrier pass.
+
+Rule. Every loop whose body holds a possible cross-engine dependence (two ops on
+different engines touching one buffer, at least one writing) gets an all-engine
+barrier at the start of each iteration and one right after the loop. Counters reset
+at each barrier, so every region between barriers is straight-line code (up to loops
+without cross-engine dependences) and each wait's threshold counts only the
+producer engine's instances since the region's start:
+
+    T_barrier(y, F) = T_min(y, F) - (F-instances before the region's start)
+
+and waits whose producer lies before the region's start (T <= 0) disappear: the
+barrier already orders them. Input waits and barriers are replaced. Sound, not
+minimal: the barriers stall every engine at every iteration boundary.
+
+Source: "all-engine barriers at iteration boundaries, resetting synchronization
+state so each loop body can be treated as straight-line" (the paper's baseline);
+snax-mlir `insert-sync-barrier` (a `snax.cluster_sync_op` before the first
+cross-core user, and before the loop's `scf.yield`).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from semantics.context import sites
+from semantics.ir import Barrier, BinOp, For, If, Op, Program, Var, walk_stmts
+from semantics.symbolic import conflicting_pairs
+from .counting import Unsupported, count_upto, full_count
+from .simplify import simplify
+from .threshold import (
+    Plan, PlanEntry, _body_at, _closed_iters, _count_before_y, _site_facts, _tidy_threshold, apply_plan, plan_thresholds,
+)
+
+
+def needs_barriers(loop: For) -> bool:
+    """Does the loop's body hold a possible cross-engine dependence?"""
+    body_ops = [s for s in walk_stmts(loop.body) if isinstance(s, Op)]
+    return any(
+        x.engine != y.engine and conflicting_pairs(x, y)
+        for n, x in enumerate(body_ops) for y in body_ops[n + 1:]
+    )
+
+
+def _insert(body) -> tuple:
+    out = []
+    for stmt in body:
+        match stmt:
+            case For():
+                inner = _insert(stmt.body)
+                if needs_barriers(stmt):
+                    out.append(attrs.evolve(stmt, body=(Barrier(),) + inner))
+                    out.append(Barrier())
+                else:
+                    out.append(attrs.evolve(stmt, body=inner))
+            case If():
+                out.append(attrs.evolve(stmt, then=_insert(stmt.then), else_=_insert(stmt.else_)))
+            case Op():
+                out.append(stmt)
+            case Barrier():
+                pass  # input barriers are replaced
+    return tuple(out)
+
+
+def _region_start(program: Program, y) -> tuple[int, int]:
+    """(trail depth k, index b): y's region starts before statement b of the body at
+    depth k of y's trail (in the program without barriers)."""
+    for k in range(len(y.trail) - 1, -1, -1):
+        body = _body_at(program, y.trail, k)
+        limit = y.trail[k].index
+        boundaries = [n + 1 for n in range(limit) if isinstance(body[n], For) and needs_barriers(body[n])]
+        if k > 0 and isinstance(y.trail[k - 1].stmt, For) and needs_barriers(y.trail[k - 1].stmt):
+            boundaries.append(0)
+        if boundaries:
+            return k, max(boundaries)
+    return 0, 0
+
+
+def plan_barrier(program: Program) -> Plan:
+    exact = plan_thresholds(program)
+    all_sites = sites(program)
+    plan = Plan(dependence_pairs=exact.dependence_pairs)
+    for entry in exact.entries:
+        y = all_sites[entry.op]
+        k, b = _region_start(program, y)
+        if k == 0 and b == 0:
+            plan.entries.append(entry)
+            continue
+        facts = _site_facts(program, y)
+        targets = [s for s in all_sites.values() if s.op.engine == entry.engine]
+        names = frozenset(t.op.name for t in targets)
+        env = {p.name: Var(p.name) for p in program.params}
+        for step in y.trail[:k]:
+            if isinstance(step.stmt, For):
+                env[step.stmt.var] = Var(step.stmt.var)
+        body = _body_at(program, y.trail, k)
+        y_values = {l.var: Var(l.var) for l in y.loops}
+        try:
+            before_body = BinOp("-", _count_before_y(program, y, targets, facts),
+                                count_upto(body, env, y.trail[k:], y_values, names, facts))
+            start = BinOp("+", before_body, full_count(body[:b], env, names, facts))
+        except Unsupported as why:
+            raise Unsupported(f"barrier: cannot count the instances before the region of {y.op.name}: {why}")
+        threshold = _tidy_threshold(_closed_iters(program, y, simplify(BinOp("-", entry.threshold, start))), facts)
+        plan.entries.append(PlanEntry(entry.op, entry.engine, threshold, entry.exact, entry.note))
+    return plan
+
+
+def barrier(program: Program) -> Program:
+    """The barrier baseline: barriers at iteration boundaries, static thresholds in between."""
+    plan = plan_barrier(program)
+    synced = apply_plan(program, [e for e in plan.entries if not _always_holds(e.threshold)])
+    return attrs.evolve(synced, body=_insert(synced.body))
+
+
+def _always_holds(threshold) -> bool:
+    from semantics.ir import Const
+
+    return isinstance(threshold, Const) and threshold.value <= 0
