@@ -1,12 +1,20 @@
 """The strategies by name. A strategy is a pure function Program -> Program whose
-output carries explicit waits and barriers."""
+output carries explicit waits and barriers; `sync` also returns its statistics."""
 
 from __future__ import annotations
 
 from typing import Callable
 
+import attrs
+
 from semantics.errors import UsageError
-from semantics.ir import Program
+from semantics.ir import Barrier, Op, Program, walk_stmts
+
+
+@attrs.frozen
+class SyncResult:
+    program: Program
+    stats: dict
 
 
 def manual(program: Program) -> Program:
@@ -14,16 +22,79 @@ def manual(program: Program) -> Program:
     return program
 
 
-STRATEGIES: dict[str, Callable[[Program], Program]] = {"manual": manual}
+def _counts(program: Program) -> dict:
+    stmts = list(walk_stmts(program.body))
+    return {
+        "waits": sum(len(s.waits) for s in stmts if isinstance(s, Op)),
+        "barriers": sum(1 for s in stmts if isinstance(s, Barrier)),
+    }
+
+
+def _sync_manual(program: Program) -> SyncResult:
+    return SyncResult(program, {"strategy": "manual", **_counts(program)})
+
+
+def _sync_threshold(program: Program) -> SyncResult:
+    from .irredundant import irredundant
+    from .threshold import apply_plan, plan_thresholds
+
+    plan = plan_thresholds(program)
+    kept, dropped = irredundant(program, plan)
+    synced = apply_plan(program, kept)
+    return SyncResult(synced, {
+        "strategy": "threshold", "dependence_pairs": plan.dependence_pairs, **_counts(synced),
+        "dropped_redundant": dropped, "conservative": sum(1 for e in kept if not e.exact),
+        "notes": [f"{e.op} waits on {e.engine} conservatively: {e.note}" for e in kept if not e.exact],
+    })
+
+
+def _sync_barrier(program: Program) -> SyncResult:
+    from .barrier import barrier, plan_barrier
+
+    synced = barrier(program)
+    return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan_barrier(program).dependence_pairs,
+                               **_counts(synced), "dropped_redundant": 0})
+
+
+def threshold(program: Program) -> Program:
+    """The barrier-free algorithm with redundant waits dropped (algorithm/threshold.py,
+    algorithm/irredundant.py)."""
+    return _sync_threshold(program).program
+
+
+def barrier(program: Program) -> Program:
+    """The barrier baseline (algorithm/barrier.py)."""
+    from .barrier import barrier as run
+
+    return run(program)
+
+
+STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {
+    "threshold": _sync_threshold,
+    "barrier": _sync_barrier,
+    "manual": _sync_manual,
+}
 
 # Named in DESIGN.md but built by a later issue.
-PLANNED = {"threshold": "issue 3", "barrier": "issue 3", "flags": "issue 6", "tokens": "issue 6",
-           "snax-barrier": "issue 8"}
+PLANNED = {"flags": "issue 6", "tokens": "issue 6", "snax-barrier": "issue 8"}
 
 
-def get_strategy(name: str) -> Callable[[Program], Program]:
+def get_strategy(name: str) -> Callable[[Program], SyncResult]:
     if name in STRATEGIES:
         return STRATEGIES[name]
     if name in PLANNED:
         raise UsageError(f"strategy '{name}' is not yet available (planned in {PLANNED[name]})")
     raise UsageError(f"unknown strategy '{name}' (available: {', '.join(STRATEGIES)})")
+
+
+def stats_line(stats: dict) -> str:
+    parts = [f"sync: strategy {stats['strategy']}"]
+    if "dependence_pairs" in stats:
+        parts.append(f"{stats['dependence_pairs']} dependence edges (op pairs)")
+    parts.append(f"{stats['waits']} waits")
+    if "dropped_redundant" in stats:
+        parts.append(f"{stats['dropped_redundant']} dropped as redundant")
+    parts.append(f"{stats['barriers']} barriers")
+    if stats.get("conservative"):
+        parts.append(f"{stats['conservative']} conservative (not exact)")
+    return ", ".join(parts)

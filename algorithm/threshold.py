@@ -61,6 +61,10 @@ class PlanEntry:
     threshold: object  # IR expression
     exact: bool
     note: str | None = None
+    # For the irredundancy pass: the candidate producer instances (site, candidate),
+    # and the same threshold over loop indices and parameters only (no iters), if any.
+    sources: tuple = ()
+    closed: object = None
 
 
 @attrs.define
@@ -224,8 +228,10 @@ def _check_unsat(*assertions, rlimit: int = 20_000_000) -> str | None:
     return "z3 found a counterexample" if result == z3.sat else f"z3: unknown ({solver.reason_unknown()})"
 
 
-def _prove_candidates(program: Program, x: Site, y: Site, pair, candidates: list[Candidate]) -> str | None:
-    """None when Z3 proves the candidates exact; else why not."""
+def _prove_candidates(program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
+                      soundness_only: bool = False) -> str | None:
+    """None when Z3 proves the candidates exact (or, with soundness_only, just that each
+    is an earlier matching instance when its condition holds); else why not."""
     ax, ay = pair
     params = {p.name: ENV[p.name] for p in program.params}
     y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
@@ -241,11 +247,13 @@ def _prove_candidates(program: Program, x: Site, y: Site, pair, candidates: list
         why = _check_unsat(*nonneg, *y_dom, c, z3.Not(valid))
         if why:
             return f"a candidate is not always a conflicting earlier instance ({why})"
+        if soundness_only:
+            continue
         why = _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail, c, precedes(x, r_env, x, x_env))
         if why:
             return f"a later conflicting instance escapes the case analysis ({why})"
         earlier_fail.append(z3.Not(c))
-    why = _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail)
+    why = None if soundness_only else _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail)
     if why:
         return f"a conflicting instance escapes the case analysis ({why})"
     return None
@@ -287,9 +295,11 @@ def _candidate_count(program, x: Site, y: Site, candidate: Candidate, targets: l
     names = frozenset(t.op.name for t in targets)
     at_facts = facts.with_(z(candidate.condition))
     forms = []
+    closed = None
     try:
         env = {p.name: Var(p.name) for p in program.params}
-        forms.append(simplify(BinOp("+", count_upto(program.body, env, x.trail, candidate.values, names, at_facts), Const(1))))
+        closed = simplify(BinOp("+", count_upto(program.body, env, x.trail, candidate.values, names, at_facts), Const(1)))
+        forms.append(closed)
     except Unsupported:
         pass
     depth = candidate.depth
@@ -307,7 +317,7 @@ def _candidate_count(program, x: Site, y: Site, candidate: Candidate, targets: l
     except Unsupported:
         if not forms:
             raise
-    return min(forms, key=_cost)
+    return min(forms, key=_cost), closed
 
 
 def _cost(node) -> tuple:
@@ -428,18 +438,21 @@ def plan_thresholds(program: Program) -> Plan:
             if not producers:
                 continue
             plan.dependence_pairs += len({x.op.name for x, _ in producers})
-            parts, notes = [], []
+            parts, notes, sources, closed_parts = [], [], [], []
             for x, pair in producers:
                 try:
                     candidates = _candidates(program, x, y, pair)
                     why = _prove_candidates(program, x, y, pair, candidates)
                     if why:
                         raise Unsupported(f"{x.op.name} -> {y.op.name}: {why}")
-                    part = Const(0)
+                    part, closed_part = Const(0), Const(0)
                     for candidate in reversed(candidates):
-                        count = _candidate_count(program, x, y, candidate, targets, facts)
+                        count, closed = _candidate_count(program, x, y, candidate, targets, facts)
                         part = IfExpr(candidate.condition, count, part)
+                        closed_part = None if closed is None or closed_part is None else IfExpr(candidate.condition, closed, closed_part)
+                        sources.append((x, candidate))
                     parts.append(part)
+                    closed_parts.append(closed_part)
                 except Unsupported as why:
                     notes.append(str(why))
             if notes:
@@ -452,7 +465,14 @@ def plan_thresholds(program: Program) -> Plan:
             threshold = _tidy_threshold(_closed_iters(program, y, threshold), facts)
             if isinstance(threshold, Const) and threshold.value <= 0:
                 continue
-            plan.entries.append(PlanEntry(y.op.name, engine, threshold, exact, "; ".join(notes) or None))
+            closed = None
+            if exact and all(c is not None for c in closed_parts):
+                closed = closed_parts[0]
+                for part in closed_parts[1:]:
+                    closed = Max(closed, part)
+                closed = simplify(closed)
+            plan.entries.append(PlanEntry(y.op.name, engine, threshold, exact, "; ".join(notes) or None,
+                                          tuple(sources) if exact else (), closed))
     return plan
 
 

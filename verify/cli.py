@@ -12,7 +12,7 @@ import json
 import re
 import sys
 
-from algorithm.registry import get_strategy
+from algorithm.registry import get_strategy, stats_line
 from semantics.errors import KernelError, SyncproofError, UsageError
 from semantics.ir import Program
 from semantics.parser import parse_file
@@ -23,7 +23,7 @@ from .verdicts import PROPERTIES, CheckOptions, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
-_PLANNED_COMMANDS = {"sync": "issue 3", "search": "issue 5", "simulate": "issue 6", "bench": "issue 6",
+_PLANNED_COMMANDS = {"search": "issue 5", "simulate": "issue 6", "bench": "issue 6",
                      "lean": "issue 7"}
 
 
@@ -39,6 +39,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="parse, validate and print a kernel")
     p.add_argument("file")
+
+    p = sub.add_parser("sync", help="insert synchronization and print the synchronized kernel")
+    p.add_argument("file")
+    p.add_argument("--strategy", default="threshold")
+    p.add_argument("-o", "--output", metavar="OUT")
 
     p = sub.add_parser("verify", help="check a synchronized kernel against the reference semantics")
     p.add_argument("file")
@@ -91,6 +96,24 @@ def _cmd_check(args) -> int:
     return EXIT_OK
 
 
+def _cmd_sync(args) -> int:
+    program = parse_file(args.file)
+    result = get_strategy(args.strategy)(program)
+    text = print_program(result.program)
+    print(stats_line(result.stats), file=sys.stderr)
+    for note in result.stats.get("notes", ()):
+        print(f"sync: note: {note}", file=sys.stderr)
+    if args.output:
+        try:
+            with open(args.output, "w") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 def _cmd_verify(args) -> int:
     program = parse_file(args.file)
     strategy = get_strategy(args.strategy)
@@ -99,7 +122,10 @@ def _cmd_verify(args) -> int:
     bounds = parse_bounds(program, args.param, args.max_param)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
-    synced = strategy(program)
+    sync_result = strategy(program)
+    synced = sync_result.program
+    if args.strategy != "manual":
+        print(stats_line(sync_result.stats), file=sys.stderr)
     options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
                            progress=lambda line: print(line, file=sys.stderr, flush=True))
     try:
@@ -108,7 +134,9 @@ def _cmd_verify(args) -> int:
         print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
         return EXIT_UNKNOWN
     if args.json:
-        print(json.dumps(result_json(result, args.strategy), indent=2))
+        data = result_json(result, args.strategy)
+        data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
+        print(json.dumps(data, indent=2))
     else:
         print(result_text(result, args.strategy, args.file))
     if result.verdict == Verdict.UNKNOWN:
@@ -123,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_check(args)
         if args.command == "verify":
             return _cmd_verify(args)
+        if args.command == "sync":
+            return _cmd_sync(args)
         raise UsageError(f"'{args.command}' is not yet available (planned in {_PLANNED_COMMANDS[args.command]})")
     except KernelError as err:
         print(err.render(), file=sys.stderr)

@@ -111,8 +111,9 @@ def _witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
             if barrier is not None:
                 loc = unrolled.barriers[barrier]
                 waiting = [engines[e] for e in range(len(engines)) if ctr.at_barrier(c, e) is None]
-                lines.append(f"the reference may issue {name}, but {engines[y.engine]} is held at the barrier"
-                             f" of line {loc.line if loc else '?'} until {', '.join(waiting)} "
+                where = f"the barrier of line {loc.line}" if loc else f"barrier #{barrier + 1} of the synchronized program"
+                lines.append(f"the reference may issue {name}, but {engines[y.engine]} is held at {where}"
+                             f" until {', '.join(waiting)} "
                              f"{'arrives' if len(waiting) == 1 else 'arrive'}")
             for n, f, value in blocked:
                 wait = y.op.waits[n]

@@ -1,0 +1,155 @@
+"""Irredundancy: drop waits that the other waits and in-order execution imply.
+
+Rule. Wait `F >= T` of op y is dropped when Z3 proves, for every parameter value and
+every instance of y, that when y may issue some instance z has completed whose own
+requirement already forces C[F] >= T:
+- z is reached from y by a chain of at most `MAX_HOPS` steps, each step either
+  "a producer instance that one of y's kept waits covers" (first step only), "a
+  producer instance that z's exact requirement covers", or "an earlier instance on
+  the same engine" (in-order execution: it completed before the next one issued);
+- z's requirement on F (its exact threshold, evaluated at z's loop indices) is at
+  least T, or z runs on F and is itself the T-th instance or later.
+Why it is sound: by induction over program order, every instance's exact
+requirement holds when it issues (kept waits enforce theirs; a dropped wait's
+requirement follows from an earlier instance's); the first step only uses waits of
+y that stay, and those are pinned so that they are never dropped later. Exact waits
+stay exact, so the result stays bisimilar. Dropping only ever removes a wait, so it
+cannot add over-synchronization.
+"""
+
+from __future__ import annotations
+
+import attrs
+import z3
+
+from semantics.context import Site, sites
+from semantics.ir import Access, And, BinOp, Compare, Const, Program, Var
+from semantics.symbolic import domain
+from .counting import ENV, Unsupported, count_upto, subst, z
+from .simplify import simplify
+from .threshold import Plan, PlanEntry, _candidates, _prove_candidates
+
+MAX_HOPS = 3
+MAX_CHAIN_NODES = 400
+
+_NO_PAIR = (Access("", ()), Access("", ()))
+
+
+@attrs.frozen
+class Source:
+    site: Site
+    condition: object  # over the loop indices of the instance it is a source of
+    values: dict  # the source's loop variables -> expressions over those indices
+    via: str | None  # the engine whose wait covers it (None: in-order predecessor)
+
+
+def _same_engine_sources(program: Program, y: Site, all_sites) -> list[Source]:
+    out = []
+    for e in all_sites.values():
+        if e.op.engine != y.op.engine:
+            continue
+        try:
+            candidates = _candidates(program, e, y, _NO_PAIR)
+        except Unsupported:
+            continue
+        if _prove_candidates(program, e, y, _NO_PAIR, candidates, soundness_only=True):
+            continue
+        out += [Source(e, c.condition, c.values, None) for c in candidates]
+    return out
+
+
+def _requirement(program, entries, z: Site, engine: str, values: dict):
+    """What z's completion guarantees of C[engine], over the chain's indices."""
+    if z.op.engine == engine:
+        env = {p.name: Var(p.name) for p in program.params}
+        try:
+            before = count_upto(program.body, env, z.trail, values, frozenset(
+                s.op.name for s in sites(program).values() if s.op.engine == engine), _no_facts())
+        except Unsupported:
+            return None
+        return simplify(BinOp("+", before, Const(1)))
+    entry = entries.get((z.op.name, engine))
+    if entry is None or entry.closed is None:
+        return None
+    return simplify(subst(entry.closed, values))
+
+
+def _no_facts():
+    from .counting import Facts
+
+    return Facts()
+
+
+def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
+    """The plan's entries without redundant waits, and how many were dropped."""
+    all_sites = sites(program)
+    entries = {(e.op, e.engine): e for e in plan.entries}
+    by_op: dict[str, list[PlanEntry]] = {}
+    for e in plan.entries:
+        by_op.setdefault(e.op, []).append(e)
+    same_engine = {name: _same_engine_sources(program, site, all_sites) for name, site in all_sites.items()}
+
+    def sources(name: str, kept_engines=None) -> list[Source]:
+        out = list(same_engine[name])
+        for e in by_op.get(name, ()):
+            if e.exact and (kept_engines is None or e.engine in kept_engines):
+                out += [Source(x, c.condition, c.values, e.engine) for x, c in e.sources]
+        return out
+
+    kept = {(e.op, e.engine) for e in plan.entries}
+    pinned: set = set()
+    dropped = 0
+    for y_name, y_entries in by_op.items():
+        y = all_sites[y_name]
+        for entry in y_entries:
+            if not entry.exact or entry.closed is None or (y_name, entry.engine) in pinned:
+                continue
+            others = {e.engine for e in y_entries if e.engine != entry.engine and (y_name, e.engine) in kept}
+            used = _implied(program, entries, sources, y, entry, others)
+            if used is None:
+                continue
+            kept.discard((y_name, entry.engine))
+            pinned |= {(y_name, g) for g in used}
+            dropped += 1
+    return [e for e in plan.entries if (e.op, e.engine) in kept], dropped
+
+
+def _implied(program, entries, sources, y: Site, entry: PlanEntry, others: set):
+    """The engines of y's waits that a proof of redundancy needs, or None if unproven."""
+    if not _proves(program, entries, sources, y, entry, others):
+        return None
+    needed = set(others)
+    for engine in sorted(others):
+        if _proves(program, entries, sources, y, entry, needed - {engine}):
+            needed.discard(engine)
+    return needed
+
+
+def _proves(program, entries, sources, y: Site, entry: PlanEntry, kept_engines: set) -> bool:
+    target = entry.closed
+    disjuncts = []
+    frontier = [(s.site, s.condition, s.values) for s in sources(y.op.name, kept_engines)]
+    nodes = 0
+    for hop in range(MAX_HOPS):
+        following = []
+        for z_site, condition, values in frontier:
+            nodes += 1
+            if nodes > MAX_CHAIN_NODES:
+                break
+            guaranteed = _requirement(program, entries, z_site, entry.engine, values)
+            if guaranteed is not None:
+                disjuncts.append(z3.And(z(condition), z(guaranteed) >= z(target)))
+            if hop + 1 < MAX_HOPS:
+                for s in sources(z_site.op.name):
+                    following.append((s.site, And(condition, subst(s.condition, values)),
+                                      {k: subst(v, values) for k, v in s.values.items()}))
+        frontier = following
+    if not disjuncts:
+        return False
+    params = {p.name: ENV[p.name] for p in program.params}
+    y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
+    solver = z3.Solver()
+    solver.set("rlimit", 20_000_000)
+    solver.add(*[v >= 0 for v in params.values()], *domain(y, y_env))
+    solver.add(z3.Not(z3.Or(z(target) <= 0, *disjuncts)))
+    return solver.check() == z3.unsat
