@@ -40,7 +40,7 @@ def eval_expr(node, env: Mapping[str, int], iters: Mapping[str, int] | None = No
                     return x * y
                 case "//" | "%":
                     if y == 0:
-                        raise EvalError(f"division by zero ('{op}' with a right operand of 0)", node.loc)
+                        raise EvalError(f"division by zero ('{op}' with a right operand of 0)", node.op_loc or node.loc)
                     return x // y if op == "//" else x % y
             raise ValueError(f"unknown operator {op!r}")
         case Neg(operand=a):

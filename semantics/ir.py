@@ -13,7 +13,7 @@ from typing import Union
 import attrs
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Loc:
     """A 1-based source position."""
 
@@ -31,13 +31,13 @@ def _loc():
 # ---------------------------------------------------------------- expressions
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Const:
     value: int
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Var:
     """A parameter or an enclosing loop variable."""
 
@@ -45,7 +45,7 @@ class Var:
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Iters:
     """Tracked iteration count of the loop with variable `var` (wait thresholds only)."""
 
@@ -53,35 +53,36 @@ class Iters:
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class BinOp:
     op: str  # one of + - * // %
     left: Expr
     right: Expr
-    loc: Loc | None = _loc()
+    loc: Loc | None = _loc()  # where the expression starts
+    op_loc: Loc | None = _loc()  # the operator (division by zero is reported there)
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Neg:
     operand: Expr
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Min:
     left: Expr
     right: Expr
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Max:
     left: Expr
     right: Expr
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class IfExpr:
     cond: Cond
     then: Expr
@@ -97,7 +98,7 @@ BINOPS = ("+", "-", "*", "//", "%")
 # ----------------------------------------------------------------- conditions
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Compare:
     op: str  # one of == != < <= > >=
     left: Expr
@@ -105,21 +106,21 @@ class Compare:
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class And:
     left: Cond
     right: Cond
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Or:
     left: Cond
     right: Cond
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Not:
     operand: Cond
     loc: Loc | None = _loc()
@@ -133,7 +134,7 @@ COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 # ----------------------------------------------------------------- statements
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Access:
     """`buffer` or `buffer[e1, e2, ...]`."""
 
@@ -142,7 +143,7 @@ class Access:
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Wait:
     """`wait ENGINE >= threshold`: issue only once C[engine] >= threshold."""
 
@@ -151,7 +152,7 @@ class Wait:
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Op:
     engine: str
     name: str
@@ -160,9 +161,10 @@ class Op:
     lat: int = 1
     waits: tuple[Wait, ...] = ()
     loc: Loc | None = _loc()
+    name_loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class For:
     """`for var in lo..hi { body }`, half-open."""
 
@@ -171,9 +173,10 @@ class For:
     hi: Expr
     body: tuple[Stmt, ...]
     loc: Loc | None = _loc()
+    var_loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class If:
     cond: Cond
     then: tuple[Stmt, ...]
@@ -181,7 +184,7 @@ class If:
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Barrier:
     loc: Loc | None = _loc()
 
@@ -189,20 +192,21 @@ class Barrier:
 Stmt = Union[Op, For, If, Barrier]
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Param:
     name: str
     default: int | None = None
     loc: Loc | None = _loc()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Program:
     engines: tuple[str, ...]
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
     name: str | None = None
     loc: Loc | None = _loc()
+    name_loc: Loc | None = _loc()
 
 
 # ------------------------------------------------------------------- walkers

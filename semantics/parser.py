@@ -102,7 +102,8 @@ class _ToIR(Transformer):
 
     def binop(self, meta, children):
         left, op, right = children
-        return BinOp(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=_loc(op.children[0]))
+        return BinOp(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=_loc(meta),
+                     op_loc=_loc(op.children[0]))
 
     def compare(self, meta, children):
         left, op, right = children
@@ -188,7 +189,7 @@ class _ToIR(Transformer):
                 fields["lat"] = payload
             else:
                 fields[kind] = fields[kind] + payload
-        op = Op(str(engine), str(name), loc=_loc(engine), **fields)
+        op = Op(str(engine), str(name), loc=_loc(engine), name_loc=_loc(name), **fields)
         return ("op", _loc(meta), (op, _loc(name)))
 
     def for_open(self, meta, children):
@@ -250,6 +251,8 @@ def _syntax_error(parser: lark.Lark, exc: lark.exceptions.UnexpectedInput) -> Ke
         found = "end of line"
     else:
         found = f"'{token}'"
+        if str(token) in ("==", "!=", "<", "<=", ">", ">=") and "'and'" in expected:
+            return KernelError(f"comparisons cannot be chained: use `and` (as in `a < b and b < c`)", loc)
         if "a name" in expected and token.type not in ("NAME", "INT") and str(token).isidentifier():
             return KernelError(f"'{token}' is a reserved word and cannot be used as a name", loc)
     hint = f"; expected {', '.join(expected[:8])}" + (", ..." if len(expected) > 8 else "") if expected else ""
@@ -259,6 +262,7 @@ def _syntax_error(parser: lark.Lark, exc: lark.exceptions.UnexpectedInput) -> Ke
 def _build(items: list, end: Loc) -> Program:
     """Rebuild blocks from the line items, checking braces and header placement."""
     name = None
+    name_loc = None
     engines = None
     params: list[Param] = []
     # frames: [kind, loc, header payload, then-list, else-list or None]
@@ -271,7 +275,7 @@ def _build(items: list, end: Loc) -> Program:
             if kind == "kernel":
                 if name is not None:
                     raise KernelError("the kernel name is declared twice", loc)
-                name = payload[0]
+                name, name_loc = payload
             elif kind == "engines":
                 if engines is not None:
                     raise KernelError(f"engines are declared twice (first at {engines[0]})", loc)
@@ -313,42 +317,71 @@ def _build(items: list, end: Loc) -> Program:
         body=tuple(stack[0][3]),
         name=name,
         loc=Loc(1, 1),
+        name_loc=name_loc,
     ), {n: l for n, l in engines[1]}
 
 
 def _close_frame(frame) -> For | If:
     kind, loc, payload, then, else_ = frame
     if kind == "for":
-        var, _, lo, hi = payload
-        return For(var, lo, hi, tuple(then), loc=loc)
+        var, var_loc, lo, hi = payload
+        return For(var, lo, hi, tuple(then), loc=loc, var_loc=var_loc)
     return If(payload, tuple(then), tuple(else_ or ()), loc=loc)
 
 
+_RECURSION_LIMIT = 50_000
+
+
 def parse(data: bytes | str, filename: str | None = None) -> Program:
-    """Parse and validate a kernel. Raises KernelError (with `filename` set)."""
+    """Parse and validate a kernel. Raises KernelError (with `filename` set).
+    Deeply nested kernels need deep recursion; see `deep_recursion`."""
     try:
-        text = _decode(data)
-        if not text.endswith("\n"):
-            text += "\n"
-        parser = _lark()
-        try:
-            tree = parser.parse(text)
-        except lark.exceptions.UnexpectedInput as exc:
-            raise _syntax_error(parser, exc) from None
-        try:
-            items = _ToIR().transform(tree)
-        except lark.exceptions.VisitError as exc:
-            if isinstance(exc.orig_exc, KernelError):
-                raise exc.orig_exc from None
-            raise
-        lines = text.count("\n")
-        program, engine_locs = _build(items, Loc(lines, 1))
-        validate(program, engine_locs)
-        return program
+        with deep_recursion():
+            return _parse(data)
+    except RecursionError:
+        raise KernelError("the kernel is nested too deeply to process", Loc(1, 1), filename) from None
     except KernelError as err:
         if err.filename is None:
             err.filename = filename
         raise
+
+
+class deep_recursion:
+    """Raise the interpreter's recursion limit for a block (expression trees of
+    generated kernels can be thousands of levels deep)."""
+
+    def __enter__(self):
+        import sys
+
+        self.old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(self.old, _RECURSION_LIMIT))
+
+    def __exit__(self, *exc):
+        import sys
+
+        sys.setrecursionlimit(self.old)
+        return False
+
+
+def _parse(data: bytes | str) -> Program:
+    text = _decode(data)
+    if not text.endswith("\n"):
+        text += "\n"
+    parser = _lark()
+    try:
+        tree = parser.parse(text)
+    except lark.exceptions.UnexpectedInput as exc:
+        raise _syntax_error(parser, exc) from None
+    try:
+        items = _ToIR().transform(tree)
+    except lark.exceptions.VisitError as exc:
+        if isinstance(exc.orig_exc, (KernelError, RecursionError)):
+            raise exc.orig_exc from None
+        raise
+    lines = text.count("\n")
+    program, engine_locs = _build(items, Loc(lines, 1))
+    validate(program, engine_locs)
+    return program
 
 
 def parse_file(path: str) -> Program:

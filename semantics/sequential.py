@@ -57,8 +57,13 @@ def valuation_text(valuation) -> str:
     return ", ".join(f"{k}={v}" for k, v in valuation) or "no parameters"
 
 
-def unroll(program: Program, values: Mapping[str, int]) -> Unrolled:
-    """Unroll `program` for parameter `values` (every parameter must have one)."""
+class UnrollLimit(Exception):
+    """More dynamic instances than the caller's budget allows (not an error of the kernel)."""
+
+
+def unroll(program: Program, values: Mapping[str, int], limit: int | None = None) -> Unrolled:
+    """Unroll `program` for parameter `values` (every parameter must have one).
+    Raises UnrollLimit once more than `limit` instances (or barrier passes) arise."""
     missing = [p.name for p in program.params if p.name not in values]
     if missing:
         raise UsageError(f"no value for parameter(s) {', '.join(missing)}")
@@ -95,9 +100,13 @@ def unroll(program: Program, values: Mapping[str, int]) -> Unrolled:
                                         tuple(accesses.items()), waits)
                     locals_[engine] += 1
                     instances.append(instance)
+                    if limit is not None and len(instances) > limit:
+                        raise UnrollLimit(f"more than {limit} instances")
                     streams[engine].append(instance.index)
                 case Barrier():
                     barriers.append(stmt.loc)
+                    if limit is not None and len(barriers) > limit:
+                        raise UnrollLimit(f"more than {limit} barrier passes")
                     for stream in streams:
                         stream.append(-len(barriers))
                 case For(var=var, lo=lo, hi=hi, body=inner):
@@ -110,6 +119,8 @@ def unroll(program: Program, values: Mapping[str, int]) -> Unrolled:
                             raise EvalError(f"loop bound of '{var}' evaluates to {value} at {where()}; "
                                             "loop bounds must be non-negative", bound.loc or stmt.loc)
                     for value in range(start, stop):
+                        if limit is not None and value - start > limit:
+                            raise UnrollLimit(f"loop '{var}' runs more than {limit} iterations")
                         iters[var] = iters.get(var, 0) + 1
                         env[var] = value
                         loop_env.append((var, value))

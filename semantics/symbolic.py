@@ -27,8 +27,19 @@ def py_mod(a, b):
     return a - b * py_floordiv(a, b)
 
 
-def to_z3(node, env: Mapping[str, z3.ArithRef], iters: Mapping[str, z3.ArithRef] | None = None):
-    """The Z3 term of an expression or condition; names are looked up in `env`."""
+def to_z3(node, env: Mapping[str, z3.ArithRef], iters: Mapping[str, z3.ArithRef] | None = None,
+          cache: dict | None = None):
+    """The Z3 term of an expression or condition; names are looked up in `env`.
+    `cache` (optional) memoizes terms of shared subexpressions for one env."""
+    if cache is not None:
+        term = cache.get(node)
+        if term is None:
+            term = cache[node] = _to_z3(node, env, iters, cache)
+        return term
+    return _to_z3(node, env, iters, None)
+
+
+def _to_z3(node, env, iters, cache):
     match node:
         case Const(value=v):
             return z3.IntVal(v)
@@ -39,7 +50,7 @@ def to_z3(node, env: Mapping[str, z3.ArithRef], iters: Mapping[str, z3.ArithRef]
                 raise KeyError(f"no symbolic value for iters({var})")
             return iters[var]
         case BinOp(op=op, left=a, right=b):
-            x, y = to_z3(a, env, iters), to_z3(b, env, iters)
+            x, y = to_z3(a, env, iters, cache), to_z3(b, env, iters, cache)
             match op:
                 case "+":
                     return x + y
@@ -52,24 +63,24 @@ def to_z3(node, env: Mapping[str, z3.ArithRef], iters: Mapping[str, z3.ArithRef]
                 case "%":
                     return py_mod(x, y)
         case Neg(operand=a):
-            return -to_z3(a, env, iters)
+            return -to_z3(a, env, iters, cache)
         case Min(left=a, right=b):
-            x, y = to_z3(a, env, iters), to_z3(b, env, iters)
+            x, y = to_z3(a, env, iters, cache), to_z3(b, env, iters, cache)
             return z3.If(x <= y, x, y)
         case Max(left=a, right=b):
-            x, y = to_z3(a, env, iters), to_z3(b, env, iters)
+            x, y = to_z3(a, env, iters, cache), to_z3(b, env, iters, cache)
             return z3.If(x >= y, x, y)
         case IfExpr(cond=c, then=a, else_=b):
-            return z3.If(to_z3(c, env, iters), to_z3(a, env, iters), to_z3(b, env, iters))
+            return z3.If(to_z3(c, env, iters, cache), to_z3(a, env, iters, cache), to_z3(b, env, iters, cache))
         case Compare(op=op, left=a, right=b):
-            x, y = to_z3(a, env, iters), to_z3(b, env, iters)
+            x, y = to_z3(a, env, iters, cache), to_z3(b, env, iters, cache)
             return {"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
         case And(left=a, right=b):
-            return z3.And(to_z3(a, env, iters), to_z3(b, env, iters))
+            return z3.And(to_z3(a, env, iters, cache), to_z3(b, env, iters, cache))
         case Or(left=a, right=b):
-            return z3.Or(to_z3(a, env, iters), to_z3(b, env, iters))
+            return z3.Or(to_z3(a, env, iters, cache), to_z3(b, env, iters, cache))
         case Not(operand=a):
-            return z3.Not(to_z3(a, env, iters))
+            return z3.Not(to_z3(a, env, iters, cache))
     raise TypeError(f"cannot encode {node!r}")
 
 

@@ -29,7 +29,7 @@ def validate(program: Program, engine_locs: dict[str, Loc] | None = None) -> Non
     engine_locs = engine_locs or {}
     seen: set[str] = set()
     if program.name is not None:
-        _check_name(program.name, "a kernel name", program.loc)
+        _check_name(program.name, "a kernel name", program.name_loc or program.loc)
     for engine in program.engines:
         _check_name(engine, "an engine name", engine_locs.get(engine))
         if engine in seen:
@@ -52,13 +52,14 @@ def _collect_loops(body, params, loop_vars) -> None:
     for stmt in body:
         match stmt:
             case For(var=var):
-                _check_name(var, "a loop variable", stmt.loc)
+                where = stmt.var_loc or stmt.loc
+                _check_name(var, "a loop variable", where)
                 if var in params:
-                    raise KernelError(f"loop variable '{var}' has the name of a parameter", stmt.loc)
+                    raise KernelError(f"loop variable '{var}' has the name of a parameter", where)
                 if var in loop_vars:
                     raise KernelError(f"loop variable '{var}' is used twice (first loop at {loop_vars[var]}); "
-                                      "loop variable names are unique in a kernel", stmt.loc)
-                loop_vars[var] = stmt.loc
+                                      "loop variable names are unique in a kernel", where)
+                loop_vars[var] = where
                 _collect_loops(stmt.body, params, loop_vars)
             case If():
                 _collect_loops(stmt.then, params, loop_vars)
@@ -72,14 +73,15 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
     for stmt in body:
         match stmt:
             case Op():
-                _check_name(stmt.name, "an op name", stmt.loc)
+                _check_name(stmt.name, "an op name", stmt.name_loc or stmt.loc)
                 for access in stmt.reads + stmt.writes:
                     _check_name(access.buffer, "a buffer name", access.loc)
                 if stmt.engine not in engines:
                     raise KernelError(f"unknown engine '{stmt.engine}' (declared engines: {' '.join(program.engines)})", stmt.loc)
                 if stmt.name in op_names:
-                    raise KernelError(f"duplicate op name '{stmt.name}' (first defined at {op_names[stmt.name]})", stmt.loc)
-                op_names[stmt.name] = stmt.loc
+                    raise KernelError(f"duplicate op name '{stmt.name}' (first defined at {op_names[stmt.name]})",
+                                      stmt.name_loc or stmt.loc)
+                op_names[stmt.name] = stmt.name_loc or stmt.loc
                 if stmt.lat < 0:
                     raise KernelError(f"negative latency {stmt.lat}", stmt.loc)
                 for access in stmt.reads + stmt.writes:

@@ -308,7 +308,7 @@ def _nested(depth: int):
 
 _RECURSION = ("the parser, transformer or validator recurses once per nesting level and crashes "
               "with RecursionError (a traceback, exit 1)")
-_DEEP_XFAIL = {"unary_minus", "not", "if_expression", "long_sum", "for_loops", "if_blocks"}
+_DEEP_XFAIL: set[str] = set()  # all fixed: the CLI runs with a deep recursion limit and a large stack
 
 
 @pytest.mark.parametrize("shape", [
@@ -328,8 +328,6 @@ def test_deep_nesting_is_accepted_or_reported_without_traceback(tmp_path, shape)
     _assert_clean_failure(run, path)
 
 
-@pytest.mark.xfail(strict=True, reason="a sum of a few hundred terms (here 600) crashes with RecursionError: "
-                                       "left-nested BinOp trees are transformed recursively")
 def test_sum_of_600_terms_is_accepted(tmp_path):
     path = _write(tmp_path, "sum600.sync", "engines A B\nA op1 writes x[0" + " + 1" * 600 + "]\n")
     run = _cli("check", path)

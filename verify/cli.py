@@ -80,6 +80,8 @@ def parse_bounds(program: Program, specs: list[str], max_param: int | None) -> t
             raise UsageError(f"bad --param '{spec}': expected NAME=LO..HI or NAME=VALUE with non-negative integers")
         name, lo, hi = match.group(1), int(match.group(2)), match.group(3)
         hi = lo if hi is None else int(hi)
+        if name in given:
+            raise UsageError(f"--param {name} is given twice")
         if name not in declared:
             raise UsageError(f"--param {name}: the kernel has no parameter '{name}' "
                              f"(parameters: {', '.join(declared) or 'none'})")
@@ -124,8 +126,6 @@ def _cmd_verify(args) -> int:
         raise UsageError("--max-states must be positive")
     sync_result = strategy(program)
     synced = sync_result.program
-    if args.strategy != "manual":
-        print(stats_line(sync_result.stats), file=sys.stderr)
     options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
                            progress=lambda line: print(line, file=sys.stderr, flush=True))
     try:
@@ -133,6 +133,11 @@ def _cmd_verify(args) -> int:
     except InternalError as err:
         print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
         return EXIT_UNKNOWN
+    except KernelError as err:  # a run-time error of the kernel (for some valuation)
+        err.filename = err.filename or args.file
+        raise
+    if args.strategy != "manual":
+        print(stats_line(sync_result.stats), file=sys.stderr)
     if args.json:
         data = result_json(result, args.strategy)
         data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
@@ -145,7 +150,30 @@ def _cmd_verify(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
+    """Run one command. Deeply nested kernels need deep recursion, so the command runs
+    in a thread with a large stack."""
+    import threading
+
+    from semantics.parser import deep_recursion
+
+    outcome: list = [EXIT_UNKNOWN]
+
+    def run():
+        with deep_recursion():
+            outcome[0] = _main(argv)
+
+    threading.stack_size(512 * 1024 * 1024)
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return outcome[0]
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        args = _build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         if args.command == "check":
             return _cmd_check(args)
@@ -159,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except SyncproofError as err:
         print(f"syncproof: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except RecursionError:
+        print("syncproof: error: the kernel is nested too deeply to process", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -19,7 +19,7 @@ from collections import deque
 
 from semantics.ir import Program
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
-from semantics.sequential import Unrolled, unroll
+from semantics.sequential import UnrollLimit, Unrolled, unroll
 from .verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
 
 
@@ -155,7 +155,12 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: C
                 options.progress(f"verify: valuation {number + 1}/{len(all_valuations)} ({shown}), "
                                  f"{total_states + states} states, {now - start:.0f}s")
         on_progress(0)
-        result = explore(unroll(program, values), options, deadline, on_progress)
+        try:
+            unrolled = unroll(program, values, limit=options.max_states)
+        except UnrollLimit as limit:
+            result = ValuationResult(Verdict.UNKNOWN, 0, None, frozenset(), reason=f"instance limit: {limit}")
+        else:
+            result = explore(unrolled, options, deadline, on_progress)
         total_states += result.states
         done += 1
         for found in result.findings:
