@@ -29,7 +29,8 @@ from semantics.symbolic import conflicting_pairs
 from .counting import Unsupported, count_upto, full_count
 from .simplify import simplify
 from .threshold import (
-    Plan, PlanEntry, _body_at, _closed_iters, _count_before_y, _site_facts, _tidy_threshold, apply_plan, plan_thresholds,
+    Plan, PlanEntry, _Context, _body_at, _closed_iters, _count_before_y, _iters_facts, _site_facts, _tidy_threshold,
+    apply_plan, plan_thresholds,
 )
 
 
@@ -78,7 +79,8 @@ def _region_start(program: Program, y) -> tuple[int, int]:
 
 def plan_barrier(program: Program) -> Plan:
     exact = plan_thresholds(program)
-    all_sites = sites(program)
+    ctx = _Context(program)
+    all_sites = ctx.sites
     plan = Plan(dependence_pairs=exact.dependence_pairs)
     for entry in exact.entries:
         y = all_sites[entry.op]
@@ -96,12 +98,13 @@ def plan_barrier(program: Program) -> Plan:
         body = _body_at(program, y.trail, k)
         y_values = {l.var: Var(l.var) for l in y.loops}
         try:
-            before_body = BinOp("-", _count_before_y(program, y, targets, facts),
-                                count_upto(body, env, y.trail[k:], y_values, names, facts))
+            before_body = BinOp("-", _count_before_y(ctx, y, targets, facts),
+                                count_upto(body, env, y.trail[k:], y_values, names, facts, ctx.prefix))
             start = BinOp("+", before_body, full_count(body[:b], env, names, facts))
         except Unsupported as why:
             raise Unsupported(f"barrier: cannot count the instances before the region of {y.op.name}: {why}")
-        threshold = _tidy_threshold(_closed_iters(program, y, simplify(BinOp("-", entry.threshold, start))), facts)
+        threshold = _closed_iters(program, y, simplify(BinOp("-", entry.threshold, start)))
+        threshold = _tidy_threshold(threshold, _iters_facts(ctx, y, facts, threshold))
         plan.entries.append(PlanEntry(entry.op, entry.engine, threshold, entry.exact, entry.note))
     return plan
 

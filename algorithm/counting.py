@@ -37,29 +37,38 @@ class Unsupported(SyncproofError):
 
 
 class Facts:
-    """What is known at a point (Z3 assertions over named integers) and a prover."""
+    """What is known at a point (Z3 assertions over named integers) and a prover.
+    Z3 hash-conses terms, so term ids make a cheap memo key; the memo keeps the
+    terms themselves alive, since Z3 reuses the id of a term once it is freed."""
+
+    _memo: dict = {}
 
     def __init__(self, assertions=(), rlimit: int = 2_000_000):
         self.assertions = list(assertions)
         self.rlimit = rlimit  # Z3 resource units: deterministic, unlike a time limit
-        self._cache: dict = {}
-
-    def z3_env(self):
-        return _AutoEnv()
+        self._key = tuple(sorted({a.get_id() for a in self.assertions}))
+        self._solver = None
 
     def with_(self, *more) -> "Facts":
-        out = Facts(self.assertions + list(more), self.rlimit)
-        return out
+        return Facts(self.assertions + list(more), self.rlimit)
 
     def proves(self, claim) -> bool:
-        key = (tuple(a.sexpr() for a in self.assertions), claim.sexpr())
-        if key not in self._cache:
-            solver = z3.Solver()
-            solver.set("rlimit", self.rlimit)
-            solver.add(*self.assertions)
-            solver.add(z3.Not(claim))
-            self._cache[key] = solver.check() == z3.unsat
-        return self._cache[key]
+        key = (self._key, claim.get_id())
+        entry = Facts._memo.get(key)
+        hit = None if entry is None else entry[0]
+        if hit is None:
+            if self._solver is None:
+                self._solver = z3.Solver()
+                self._solver.set("rlimit", self.rlimit)
+                self._solver.add(*self.assertions)
+            self._solver.push()
+            self._solver.add(z3.Not(claim))
+            hit = self._solver.check() == z3.unsat
+            self._solver.pop()
+            if len(Facts._memo) > 500_000:
+                Facts._memo.clear()
+            Facts._memo[key] = (hit, self.assertions, claim)
+        return hit
 
 
 class _AutoEnv(dict):
@@ -84,8 +93,14 @@ ENV = _AutoEnv()
 ITERS = _ItersEnv()
 
 
+_Z_CACHE: dict = {}
+
+
 def z(node):
-    return to_z3(node, ENV, ITERS)
+    """The Z3 term of an IR node over the shared names (memoized: terms are immutable)."""
+    if len(_Z_CACHE) > 200_000:
+        _Z_CACHE.clear()
+    return to_z3(node, ENV, ITERS, _Z_CACHE)
 
 
 def subst(node, env: dict):
@@ -393,19 +408,54 @@ def loop_target(var: str) -> str:
     return f"loop {var}"
 
 
+_CONTENTS: dict = {}
+
+
+def _contents(stmt) -> frozenset:
+    """Names of the ops and loop targets inside a statement (memoized by identity)."""
+    key = id(stmt)
+    hit = _CONTENTS.get(key)
+    if hit is None or hit[0] is not stmt:
+        from semantics.ir import walk_stmts
+
+        names = frozenset(s.name if isinstance(s, Op) else loop_target(s.var)
+                          for s in walk_stmts((stmt,)) if isinstance(s, (Op, For)))
+        hit = _CONTENTS[key] = (stmt, names)
+    return hit[1]
+
+
 def _has_target(stmt, targets) -> bool:
-    from semantics.ir import walk_stmts
-
-    return any((isinstance(s, Op) and s.name in targets) or (isinstance(s, For) and loop_target(s.var) in targets)
-               for s in walk_stmts((stmt,)))
+    return not _contents(stmt).isdisjoint(targets)
 
 
-def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: frozenset[str], facts: Facts):
+class PrefixCounts:
+    """Cumulative target counts of a program's top-level statements (parameters only,
+    so one computation serves every point after them)."""
+
+    def __init__(self, program):
+        self.body = program.body
+        self.facts = Facts([ENV[p.name] >= 0 for p in program.params])
+        self.env = {p.name: Var(p.name) for p in program.params}
+        self._sums: dict = {}
+
+    def before(self, index: int, targets: frozenset):
+        sums = self._sums.setdefault(targets, [Const(0)])
+        while len(sums) <= index:
+            stmt = self.body[len(sums) - 1]
+            sums.append(simplify(BinOp("+", sums[-1], _stmt_count(stmt, self.env, targets, self.facts))))
+        return sums[index]
+
+
+def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: frozenset[str], facts: Facts,
+               prefix: PrefixCounts | None = None):
     """Target instances one execution of `body` runs before the point `steps` (a
     trail into `body` ending at an op, which is not counted); loops on the trail take
-    their index from `values`."""
+    their index from `values`. `prefix` serves the program's top level from a cache."""
     step = steps[0]
-    total = full_count(body[: step.index], env, targets, facts)
+    if prefix is not None and body is prefix.body:
+        total = prefix.before(step.index, targets)
+    else:
+        total = full_count(body[: step.index], env, targets, facts)
     stmt = step.stmt
     match stmt:
         case Op():

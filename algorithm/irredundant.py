@@ -27,10 +27,10 @@ from semantics.ir import Access, And, BinOp, Compare, Const, Program, Var
 from semantics.symbolic import domain
 from .counting import ENV, Unsupported, count_upto, subst, z
 from .simplify import simplify
-from .threshold import Plan, PlanEntry, _candidates, _prove_candidates
+from .threshold import Plan, PlanEntry, _Context, _candidates, _prove_candidates
 
 MAX_HOPS = 3
-MAX_CHAIN_NODES = 400
+MAX_CHAIN_NODES = 150
 
 _NO_PAIR = (Access("", ()), Access("", ()))
 
@@ -58,13 +58,14 @@ def _same_engine_sources(program: Program, y: Site, all_sites) -> list[Source]:
     return out
 
 
-def _requirement(program, entries, z: Site, engine: str, values: dict):
+def _requirement(ctx, entries, z: Site, engine: str, values: dict):
     """What z's completion guarantees of C[engine], over the chain's indices."""
+    program = ctx.program
     if z.op.engine == engine:
         env = {p.name: Var(p.name) for p in program.params}
         try:
-            before = count_upto(program.body, env, z.trail, values, frozenset(
-                s.op.name for s in sites(program).values() if s.op.engine == engine), _no_facts())
+            before = count_upto(program.body, env, z.trail, values,
+                                frozenset(s.op.name for s in ctx.by_engine[engine]), _no_facts(), ctx.prefix)
         except Unsupported:
             return None
         return simplify(BinOp("+", before, Const(1)))
@@ -82,7 +83,8 @@ def _no_facts():
 
 def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
     """The plan's entries without redundant waits, and how many were dropped."""
-    all_sites = sites(program)
+    ctx = _Context(program)
+    all_sites = ctx.sites
     entries = {(e.op, e.engine): e for e in plan.entries}
     by_op: dict[str, list[PlanEntry]] = {}
     for e in plan.entries:
@@ -96,6 +98,30 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
                 out += [Source(x, c.condition, c.values, e.engine) for x, c in e.sources]
         return out
 
+    # Which engines' counts a chain through each op can vouch for (a static closure):
+    # a chain through an op that cannot reach engine F is never explored for F.
+    reach = {name: {site.op.engine} | {e.engine for e in by_op.get(name, ()) if e.exact} for name, site in all_sites.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name in all_sites:
+            for src in sources(name):
+                extra = reach[src.site.op.name] - reach[name]
+                if extra:
+                    reach[name] |= extra
+                    changed = True
+
+    def useful(name: str, engine: str) -> bool:
+        return engine in reach[name]
+
+    memo: dict = {}
+
+    def requirement(z_site, engine, values):
+        key = (z_site.op.name, engine, tuple(sorted(values.items(), key=lambda kv: kv[0])))
+        if key not in memo:
+            memo[key] = _requirement(ctx, entries, z_site, engine, values)
+        return memo[key]
+
     kept = {(e.op, e.engine) for e in plan.entries}
     pinned: set = set()
     dropped = 0
@@ -105,7 +131,7 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
             if not entry.exact or entry.closed is None or (y_name, entry.engine) in pinned:
                 continue
             others = {e.engine for e in y_entries if e.engine != entry.engine and (y_name, e.engine) in kept}
-            used = _implied(program, entries, sources, y, entry, others)
+            used = _implied(ctx, requirement, useful, sources, y, entry, others)
             if used is None:
                 continue
             kept.discard((y_name, entry.engine))
@@ -114,21 +140,23 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
     return [e for e in plan.entries if (e.op, e.engine) in kept], dropped
 
 
-def _implied(program, entries, sources, y: Site, entry: PlanEntry, others: set):
+def _implied(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, others: set):
     """The engines of y's waits that a proof of redundancy needs, or None if unproven."""
-    if not _proves(program, entries, sources, y, entry, others):
+    if not _proves(ctx, requirement, useful, sources, y, entry, others):
         return None
     needed = set(others)
     for engine in sorted(others):
-        if _proves(program, entries, sources, y, entry, needed - {engine}):
+        if _proves(ctx, requirement, useful, sources, y, entry, needed - {engine}):
             needed.discard(engine)
     return needed
 
 
-def _proves(program, entries, sources, y: Site, entry: PlanEntry, kept_engines: set) -> bool:
+def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_engines: set) -> bool:
+    program = ctx.program
     target = entry.closed
     disjuncts = []
-    frontier = [(s.site, s.condition, s.values) for s in sources(y.op.name, kept_engines)]
+    frontier = [(s.site, s.condition, s.values) for s in sources(y.op.name, kept_engines)
+                if useful(s.site.op.name, entry.engine)]
     nodes = 0
     for hop in range(MAX_HOPS):
         following = []
@@ -136,13 +164,14 @@ def _proves(program, entries, sources, y: Site, entry: PlanEntry, kept_engines: 
             nodes += 1
             if nodes > MAX_CHAIN_NODES:
                 break
-            guaranteed = _requirement(program, entries, z_site, entry.engine, values)
+            guaranteed = requirement(z_site, entry.engine, values)
             if guaranteed is not None:
                 disjuncts.append(z3.And(z(condition), z(guaranteed) >= z(target)))
             if hop + 1 < MAX_HOPS:
                 for s in sources(z_site.op.name):
-                    following.append((s.site, And(condition, subst(s.condition, values)),
-                                      {k: subst(v, values) for k, v in s.values.items()}))
+                    if useful(s.site.op.name, entry.engine):
+                        following.append((s.site, And(condition, subst(s.condition, values)),
+                                          {k: subst(v, values) for k, v in s.values.items()}))
         frontier = following
     if not disjuncts:
         return False

@@ -43,7 +43,7 @@ from semantics.ir import (
     And, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Program, Var, Wait, loops, map_ops,
 )
 from semantics.symbolic import conflicting_pairs, domain, precedes, same_element, to_z3
-from .counting import ENV, ITERS, Facts, loop_target, Unsupported, _congruence, _interval, count_upto, mentions, refine, subst, z
+from .counting import ENV, ITERS, Facts, PrefixCounts, loop_target, Unsupported, _congruence, _interval, count_upto, mentions, refine, subst, z
 from .simplify import cond as simplify_cond, simplify
 
 
@@ -82,24 +82,71 @@ def _body_at(program: Program, trail, depth: int):
     return step.stmt.then if step.branch else step.stmt.else_
 
 
+class _Context:
+    """Per-program lookups shared by every (op, engine) pair."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.sites = sites(program)
+        self.by_engine = {e: [s for s in self.sites.values() if s.op.engine == e] for e in program.engines}
+        self.by_buffer: dict[str, list[Site]] = {}
+        for site in self.sites.values():
+            for buffer in {a.buffer for a in site.op.reads + site.op.writes}:
+                self.by_buffer.setdefault(buffer, []).append(site)
+        self.prefix = PrefixCounts(program)
+
+    def producers(self, y: Site, engine: str):
+        """(x, access pair) for ops x on `engine` that may conflict with y."""
+        seen, out = set(), []
+        for buffer in sorted({a.buffer for a in y.op.reads + y.op.writes}):
+            for x in self.by_buffer.get(buffer, ()):
+                if x.op.engine == engine and x.op.name not in seen:
+                    seen.add(x.op.name)
+                    out += [(x, pair) for pair in conflicting_pairs(x.op, y.op)]
+        order = {name: n for n, name in enumerate(self.sites)}
+        return sorted(out, key=lambda xp: order[xp[0].op.name])
+
+
 def _site_facts(program: Program, y: Site) -> Facts:
-    """Parameters >= 0, y's loop ranges and guards, and every tracked count at y
-    (in closed form where one exists, else just its sign)."""
+    """Parameters >= 0, and y's loop ranges and guards."""
     env = {p.name: ENV[p.name] for p in program.params}
     for loop in y.loops:
         env[loop.var] = ENV[loop.var]
-    facts = Facts([ENV[p.name] >= 0 for p in program.params] + domain(y, env))
-    params = {p.name: Var(p.name) for p in program.params}
+    return Facts([ENV[p.name] >= 0 for p in program.params] + domain(y, env))
+
+
+def _iters_facts(ctx: "_Context", y: Site, facts: Facts, node) -> Facts:
+    """The facts plus what is known of each tracked count `node` mentions, at y
+    (its closed form where one exists, else its sign)."""
+    wanted = sorted(_iters_vars(node))
+    if not wanted:
+        return facts
+    params = {p.name: Var(p.name) for p in ctx.program.params}
     values = {l.var: Var(l.var) for l in y.loops}
+    inside = {l.var for l in y.loops}
     extra = []
-    for loop in loops(program):
-        extra.append(ITERS[loop.var] >= (1 if loop in y.loops else 0))
+    for var in wanted:
+        extra.append(ITERS[var] >= (1 if var in inside else 0))
         try:
-            count = count_upto(program.body, params, y.trail, values, frozenset([loop_target(loop.var)]), facts)
-            extra.append(ITERS[loop.var] == z(count))
+            count = count_upto(ctx.program.body, params, y.trail, values, frozenset([loop_target(var)]), facts, ctx.prefix)
+            extra.append(ITERS[var] == z(count))
         except Unsupported:
             pass
     return facts.with_(*extra)
+
+
+def _iters_vars(node) -> set:
+    match node:
+        case Iters(var=var):
+            return {var}
+        case Const() | Var():
+            return set()
+        case Neg(operand=a) | Not(operand=a):
+            return _iters_vars(a)
+        case IfExpr(cond=c, then=a, else_=b):
+            return _iters_vars(c) | _iters_vars(a) | _iters_vars(b)
+        case _:
+            return _iters_vars(node.left) | _iters_vars(node.right)
 
 
 def _constraints(conds, u: str):
@@ -262,8 +309,10 @@ def _prove_candidates(program: Program, x: Site, y: Site, pair, candidates: list
 # --------------------------------------------------------------- counting
 
 
-def _iters_count(program: Program, y: Site, x_site: Site, facts: Facts):
-    """Instances of x_site's op before y (program order), from tracked counts."""
+def _iters_count(ctx: "_Context", y: Site, x_site: Site, facts: Facts):
+    """Instances of x_site's op before y (program order), from tracked counts; x_site
+    is in the top-level statement that holds y."""
+    program = ctx.program
     depth = common_depth(x_site, y)
     loop_steps = [n for n, s in enumerate(x_site.trail[:-1]) if isinstance(s.stmt, For)]
     if not loop_steps:
@@ -275,30 +324,36 @@ def _iters_count(program: Program, y: Site, x_site: Site, facts: Facts):
     if any(isinstance(s.stmt, If) for s in x_site.trail[inner + 1:-1]):
         env = {p.name: Var(p.name) for p in program.params}
         values = {l.var: Var(l.var) for l in y.loops}
-        return count_upto(program.body, env, y.trail, values, frozenset([x_site.op.name]), facts)
+        return count_upto(program.body, env, y.trail, values, frozenset([x_site.op.name]), facts, ctx.prefix)
     loop = x_site.trail[inner].stmt
     current = inner < depth and static_order(x_site, y) == "after"
     return simplify(BinOp("-", Iters(loop.var), Const(1 if current else 0)))
 
 
-def _count_before_y(program: Program, y: Site, targets: list[Site], facts: Facts):
-    total = Const(0)
+def _count_before_y(ctx: "_Context", y: Site, targets: list[Site], facts: Facts):
+    """F-instances before y: the top-level statements before y's in closed form, and
+    the ops of y's own top-level statement from tracked counts."""
+    top = y.trail[0].index
+    names = frozenset(t.op.name for t in targets)
+    total = ctx.prefix.before(top, names)
     for x_site in targets:
-        total = BinOp("+", total, _iters_count(program, y, x_site, facts))
+        if x_site.trail[0].index == top:
+            total = BinOp("+", total, _iters_count(ctx, y, x_site, facts))
     return simplify(total)
 
 
-def _candidate_count(program, x: Site, y: Site, candidate: Candidate, targets: list[Site], facts: Facts):
+def _candidate_count(ctx: "_Context", x: Site, y: Site, candidate: Candidate, targets: list[Site], facts: Facts):
     """F-instances up to and including the candidate, in the cheaper of two exact forms:
     counted from the program start (closed form over loop indices), or counted back
     from y (tracked counts at y minus the instances between the candidate and y)."""
+    program = ctx.program
     names = frozenset(t.op.name for t in targets)
     at_facts = facts.with_(z(candidate.condition))
     forms = []
     closed = None
     try:
         env = {p.name: Var(p.name) for p in program.params}
-        closed = simplify(BinOp("+", count_upto(program.body, env, x.trail, candidate.values, names, at_facts), Const(1)))
+        closed = simplify(BinOp("+", count_upto(program.body, env, x.trail, candidate.values, names, at_facts, ctx.prefix), Const(1)))
         forms.append(closed)
     except Unsupported:
         pass
@@ -309,10 +364,10 @@ def _candidate_count(program, x: Site, y: Site, candidate: Candidate, targets: l
         if isinstance(step.stmt, For):
             env[step.stmt.var] = Var(step.stmt.var)
     try:
-        upto_x = count_upto(body, env, x.trail[depth:], candidate.values, names, at_facts)
+        upto_x = count_upto(body, env, x.trail[depth:], candidate.values, names, at_facts, ctx.prefix)
         y_values = {l.var: Var(l.var) for l in y.loops}
-        upto_y = count_upto(body, env, y.trail[depth:], y_values, names, facts)
-        before_y = _count_before_y(program, y, targets, facts)
+        upto_y = count_upto(body, env, y.trail[depth:], y_values, names, facts, ctx.prefix)
+        before_y = _count_before_y(ctx, y, targets, facts)
         forms.append(simplify(BinOp("+", BinOp("-", before_y, BinOp("-", upto_y, upto_x)), Const(1))))
     except Unsupported:
         if not forms:
@@ -426,17 +481,17 @@ def _push_into_branches(t):
 
 def plan_thresholds(program: Program) -> Plan:
     """The threshold of every (op, producer engine) pair with a possible dependence."""
-    all_sites = sites(program)
+    ctx = _Context(program)
     plan = Plan()
-    for y in all_sites.values():
+    for y in ctx.sites.values():
         facts = _site_facts(program, y)
         for engine in program.engines:
             if engine == y.op.engine:
                 continue
-            targets = [s for s in all_sites.values() if s.op.engine == engine]
-            producers = [(x, pair) for x in targets for pair in conflicting_pairs(x.op, y.op)]
+            producers = ctx.producers(y, engine)
             if not producers:
                 continue
+            targets = ctx.by_engine[engine]
             plan.dependence_pairs += len({x.op.name for x, _ in producers})
             parts, notes, sources, closed_parts = [], [], [], []
             for x, pair in producers:
@@ -447,7 +502,7 @@ def plan_thresholds(program: Program) -> Plan:
                         raise Unsupported(f"{x.op.name} -> {y.op.name}: {why}")
                     part, closed_part = Const(0), Const(0)
                     for candidate in reversed(candidates):
-                        count, closed = _candidate_count(program, x, y, candidate, targets, facts)
+                        count, closed = _candidate_count(ctx, x, y, candidate, targets, facts)
                         part = IfExpr(candidate.condition, count, part)
                         closed_part = None if closed is None or closed_part is None else IfExpr(candidate.condition, closed, closed_part)
                         sources.append((x, candidate))
@@ -456,13 +511,14 @@ def plan_thresholds(program: Program) -> Plan:
                 except Unsupported as why:
                     notes.append(str(why))
             if notes:
-                threshold, exact = _count_before_y(program, y, targets, facts), False
+                threshold, exact = _count_before_y(ctx, y, targets, facts), False
             else:
                 threshold = parts[0]
                 for part in parts[1:]:
                     threshold = Max(threshold, part)
                 exact = True
-            threshold = _tidy_threshold(_closed_iters(program, y, threshold), facts)
+            threshold = _closed_iters(program, y, threshold)
+            threshold = _tidy_threshold(threshold, _iters_facts(ctx, y, facts, threshold))
             if isinstance(threshold, Const) and threshold.value <= 0:
                 continue
             closed = None
