@@ -23,6 +23,7 @@ import attrs
 import z3
 
 from semantics.context import Site, sites
+from semantics.errors import SyncproofError
 from semantics.ir import Access, And, BinOp, Compare, Const, Program, Var
 from semantics.symbolic import domain
 from .counting import ENV, Unsupported, count_upto, subst, z
@@ -89,9 +90,11 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
     by_op: dict[str, list[PlanEntry]] = {}
     for e in plan.entries:
         by_op.setdefault(e.op, []).append(e)
-    same_engine = {name: _same_engine_sources(program, site, all_sites) for name, site in all_sites.items()}
+    same_engine: dict[str, list[Source]] = {}  # computed on demand: Z3 proofs per op pair
 
     def sources(name: str, kept_engines=None) -> list[Source]:
+        if name not in same_engine:
+            same_engine[name] = _same_engine_sources(program, all_sites[name], all_sites)
         out = list(same_engine[name])
         for e in by_op.get(name, ()):
             if e.exact and (kept_engines is None or e.engine in kept_engines):
@@ -100,13 +103,16 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
 
     # Which engines' counts a chain through each op can vouch for (a static closure):
     # a chain through an op that cannot reach engine F is never explored for F.
+    # (Over-approximated: every op on the same engine counts as a possible predecessor.)
     reach = {name: {site.op.engine} | {e.engine for e in by_op.get(name, ()) if e.exact} for name, site in all_sites.items()}
+    by_engine = {e: [n for n, s in all_sites.items() if s.op.engine == e] for e in program.engines}
     changed = True
     while changed:
         changed = False
-        for name in all_sites:
-            for src in sources(name):
-                extra = reach[src.site.op.name] - reach[name]
+        for name, site in all_sites.items():
+            linked = [x.op.name for e in by_op.get(name, ()) if e.exact for x, _ in e.sources] + by_engine[site.op.engine]
+            for other in linked:
+                extra = reach[other] - reach[name]
                 if extra:
                     reach[name] |= extra
                     changed = True
@@ -123,12 +129,14 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
         return memo[key]
 
     kept = {(e.op, e.engine) for e in plan.entries}
+    necessary = _shown_necessary(program, plan.entries)
     pinned: set = set()
     dropped = 0
     for y_name, y_entries in by_op.items():
         y = all_sites[y_name]
         for entry in y_entries:
-            if not entry.exact or entry.closed is None or (y_name, entry.engine) in pinned:
+            if not entry.exact or entry.closed is None or (y_name, entry.engine) in pinned \
+                    or (y_name, entry.engine) in necessary:
                 continue
             others = {e.engine for e in y_entries if e.engine != entry.engine and (y_name, e.engine) in kept}
             used = _implied(ctx, requirement, useful, sources, y, entry, others)
@@ -138,6 +146,58 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
             pinned |= {(y_name, g) for g in used}
             dropped += 1
     return [e for e in plan.entries if (e.op, e.engine) in kept], dropped
+
+
+SAMPLE_VALUES = range(0, 4)
+MAX_SAMPLES = 64
+
+
+def _shown_necessary(program: Program, entries) -> set:
+    """(op, engine) waits that some small concrete valuation shows are needed: an
+    instance whose requirement on the engine no other wait or in-order predecessor
+    implies (happens-before vectors, computed in program order). A cheap refutation
+    that spares the Z3 proof for the waits that are not redundant."""
+    import itertools
+
+    from semantics.sequential import UnrollLimit, unroll
+    from .threshold import apply_plan
+
+    synced = apply_plan(program, entries)
+    names = [p.name for p in program.params]
+    combos = list(itertools.product(SAMPLE_VALUES, repeat=len(names)))[:MAX_SAMPLES]
+    if all(p.default is not None for p in program.params):
+        combos.append(tuple(p.default for p in program.params))
+    engines = len(program.engines)
+    shown: set = set()
+    for combo in combos:
+        try:
+            unrolled = unroll(synced, dict(zip(names, combo)), limit=20_000)
+        except (UnrollLimit, SyncproofError):
+            continue
+        by_local = [[i for i in s if i >= 0] for s in unrolled.streams]
+        guaranteed: list = [None] * len(unrolled.instances)
+        previous = [None] * engines
+        for y in unrolled.instances:
+            parts = []  # (engine of the wait or None, vector it guarantees)
+            p = previous[y.engine]
+            if p is not None:
+                vec = list(guaranteed[p])
+                vec[y.engine] = max(vec[y.engine], unrolled.instances[p].local + 1)
+                parts.append((None, vec))
+            for engine, t in y.waits:
+                if t > 0 and t <= len(by_local[engine]):
+                    vec = list(guaranteed[by_local[engine][t - 1]])
+                    vec[engine] = max(vec[engine], t)
+                    parts.append((engine, vec))
+            full = [max((v[e] for _, v in parts), default=0) for e in range(engines)]
+            for engine, t in y.waits:
+                if t > 0 and (y.op.name, program.engines[engine]) not in shown:
+                    without = max((v[engine] for g, v in parts if g != engine), default=0)
+                    if without < t:
+                        shown.add((y.op.name, program.engines[engine]))
+            guaranteed[y.index] = full
+            previous[y.engine] = y.index
+    return shown
 
 
 def _implied(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, others: set):

@@ -1,0 +1,66 @@
+"""Benchmark `sync` on generated kernels: wall time and peak memory per size.
+
+    python bench/sync_bench.py [--strategy threshold] [--ops 100 250 500 1000] [--json]
+
+Each size runs in a fresh subprocess, so peak memory (ru_maxrss) is that size's own.
+The kernels come from bench/generate.py (a chain of pipelined loop nests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {bench!r})
+from generate import chain_kernel
+from semantics.parser import parse
+from semantics.ir import ops
+from algorithm.registry import get_strategy
+program = parse(chain_kernel({blocks}))
+start = time.perf_counter()
+result = get_strategy({strategy!r})(program)
+elapsed = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({{"ops": len(ops(program)), "seconds": round(elapsed, 2), "peak_mib": round(peak, 1),
+                  "waits": result.stats["waits"], "dropped": result.stats.get("dropped_redundant", 0),
+                  "barriers": result.stats["barriers"], "conservative": result.stats.get("conservative", 0)}}))
+"""
+
+
+def run(strategy: str, ops: int) -> dict:
+    blocks = max(1, round(ops / 4))  # about 4 ops per block
+    code = _CHILD.format(bench=str(HERE), blocks=blocks, strategy=strategy)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE.parent, check=True)
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["strategy"] = strategy
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--strategy", default="threshold")
+    parser.add_argument("--ops", type=int, nargs="+", default=[100, 250, 500, 1000])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    for ops in args.ops:
+        row = run(args.strategy, ops)
+        rows.append(row)
+        if not args.json:
+            per_op = 1000 * row["seconds"] / row["ops"]
+            print(f"{row['strategy']:>9} {row['ops']:>6} ops  {row['seconds']:>8.2f} s  ({per_op:.0f} ms/op)  "
+                  f"peak {row['peak_mib']:.0f} MiB  waits {row['waits']}  dropped {row['dropped']}", flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
