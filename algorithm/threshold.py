@@ -234,18 +234,20 @@ def _step_depth(x: Site, bounded: dict) -> int:
 
 
 def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
-    """Conditions that constrain the free index u once outer indices are chosen:
-    guards right below its loop and index equations that mention only u among the
-    still-free indices."""
+    """Conditions that constrain the free index u once outer indices are chosen: the
+    guards and the non-emptiness of the loops below it, and the index equations, as
+    far as they mention no index that is still free below u."""
     later_vars = {s.stmt.var for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)}
     env_u = {**env, u: placeholder}
     out = []
     for step in x.trail[n + 1:-1]:
-        if isinstance(step.stmt, For):
-            break
-        c = subst(step.stmt.cond, env_u)
-        if step.branch:
-            out.append(simplify_cond(c))
+        stmt = step.stmt
+        if isinstance(stmt, For):
+            nonempty = Compare("<", stmt.lo, stmt.hi)
+            if not any(mentions(nonempty, v) for v in later_vars):
+                out.append(simplify_cond(subst(nonempty, env_u)))
+        elif step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
+            out.append(simplify_cond(subst(stmt.cond, env_u)))
     for ix, iy in zip(ax.indices, ay.indices):
         if not any(mentions(ix, v) for v in later_vars):
             out.append(simplify_cond(Compare("==", subst(ix, env_u), iy)))
@@ -318,7 +320,7 @@ def _iters_count(ctx: "_Context", y: Site, x_site: Site, facts: Facts):
     if not loop_steps:
         if static_order(x_site, y) != "before":
             return Const(0)
-        guards = [c if b else Not(c) for c, b in x_site.guards]
+        guards = [g.cond if b else Not(g.cond) for g, b in x_site.guards]
         return simplify(IfExpr(_conjoin(guards), Const(1), Const(0))) if guards else Const(1)
     inner = loop_steps[-1]
     if any(isinstance(s.stmt, If) for s in x_site.trail[inner + 1:-1]):
