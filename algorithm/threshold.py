@@ -513,7 +513,12 @@ def plan_thresholds(program: Program) -> Plan:
                 except Unsupported as why:
                     notes.append(str(why))
             if notes:
-                threshold, exact = _count_before_y(ctx, y, targets, facts), False
+                try:
+                    threshold, exact = _count_before_y(ctx, y, targets, facts), False
+                except Unsupported as why:
+                    where = f"line {y.op.loc.line}: " if y.op.loc else ""
+                    raise Unsupported(f"{where}the threshold strategy cannot count the {engine} instances before "
+                                      f"op '{y.op.name}' ({why}); the exact analysis failed too ({notes[0]})") from None
             else:
                 threshold = parts[0]
                 for part in parts[1:]:
