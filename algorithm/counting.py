@@ -319,25 +319,96 @@ def loop_sum(summand, w: str, lo, hi, facts: Facts):
     summand = tidy(summand, inner)
     if not mentions(summand, w):
         return simplify(BinOp("*", nonneg_diff(hi, lo, facts), summand))
-    poly = linear(summand)
+    return simplify(_sum_under(summand, [], w, lo, hi, facts))
+
+
+def _sum_under(summand, conds: list, w: str, lo, hi, facts: Facts):
+    """Sum of `summand` over the w in [lo, hi) where every condition in `conds` holds;
+    `if` terms of the summand split the conditions (then / else)."""
+    poly: dict = {}
     total = Const(0)
+    for mono, coef in linear(summand).items():
+        atoms = mono or ()
+        branches = [a for a in atoms if isinstance(a, IfExpr) and mentions(a, w)]
+        others = [a for a in atoms if a not in branches]
+        if any(a != Var(w) and mentions(a, w) for a in others):
+            raise Unsupported("a sum over a loop whose terms depend on the index in a non-polynomial way")
+        if not branches:
+            poly[mono] = poly.get(mono, 0) + coef
+            continue
+        if len(branches) != 1 or any(a == Var(w) for a in others):
+            raise Unsupported("a sum over a loop of products of index-dependent conditions")
+        ite = branches[0]
+        scale = _product(others, coef)
+        total = BinOp("+", total, BinOp("*", scale, BinOp(
+            "+", _sum_under(ite.then, conds + [ite.cond], w, lo, hi, facts),
+            _sum_under(ite.else_, conds + [Not(ite.cond)], w, lo, hi, facts))))
+    if poly:
+        from .simplify import expr as lin_expr
+
+        total = BinOp("+", total, guarded_sum(conds, lin_expr(poly), w, lo, hi, facts))
+    return total
+
+
+def _product(atoms, coef):
+    result = Const(coef)
+    for atom in atoms:
+        result = BinOp("*", result, atom)
+    return result
+
+
+def guarded_sum(conds: list, poly, w: str, lo, hi, facts: Facts):
+    """Sum of a polynomial in w (degree <= 2) over the w in [lo, hi) where all of
+    `conds` hold: intervals narrow the range, one congruence w = w0 + m*t changes
+    variable, negations and disjunctions subtract and add."""
+    conds = [simplify_cond(c) for c in conds]
+    for n, c in enumerate(conds):
+        rest = conds[:n] + conds[n + 1:]
+        if not mentions(c, w):
+            return IfExpr(c, guarded_sum(rest, poly, w, lo, hi, facts), Const(0))
+        match c:
+            case And(left=a, right=b):
+                return guarded_sum(rest + [a, b], poly, w, lo, hi, facts)
+            case Or(left=a, right=b):
+                return BinOp("-", BinOp("+", guarded_sum(rest + [a], poly, w, lo, hi, facts),
+                                        guarded_sum(rest + [b], poly, w, lo, hi, facts)),
+                             guarded_sum(rest + [a, b], poly, w, lo, hi, facts))
+            case Not(operand=a):
+                return BinOp("-", guarded_sum(rest, poly, w, lo, hi, facts), guarded_sum(rest + [a], poly, w, lo, hi, facts))
+            case Compare(op="!="):
+                return BinOp("-", guarded_sum(rest, poly, w, lo, hi, facts),
+                             guarded_sum(rest + [Compare("==", c.left, c.right)], poly, w, lo, hi, facts))
+        interval = _interval(c, w)
+        if interval is not None:
+            new_lo = lo if interval[0] is None else simplify(Max(lo, interval[0]))
+            new_hi = hi if interval[1] is None else simplify(Min(hi, interval[1]))
+            return guarded_sum(rest, poly, w, refine(new_lo, facts), refine(new_hi, facts), facts)
+    congruences = [_congruence(c, w) for c in conds]
+    if any(c is None for c in congruences) or len(congruences) > 1:
+        raise Unsupported("a sum over a loop under a condition this algorithm cannot count")
+    if not congruences:
+        return _power_sum(poly, w, lo, hi, facts)
+    m, r, residue = congruences[0]
+    if not facts.proves(z(m) > 0):
+        raise Unsupported("a congruence modulo a value that may be <= 0")
+    # w = first + m*t for t in [0, count): first is the least w >= lo with w % m == residue.
+    first = BinOp("+", lo, BinOp("%", BinOp("-", residue, lo), m))
+    count = Max(Const(0), BinOp("//", BinOp("+", BinOp("-", hi, first), BinOp("-", m, Const(1))), m))
+    t = f"{w}#t{next(_fresh)}"
+    shifted = simplify(subst(poly, {w: BinOp("+", first, BinOp("*", m, Var(t)))}))
+    valid = And(Compare("<=", Const(0), r), Compare("<", r, m))
+    return IfExpr(valid, _power_sum(shifted, t, Const(0), simplify(count), facts), Const(0))
+
+
+def _power_sum(poly, w: str, lo, hi, facts: Facts):
+    """Sum of a polynomial of degree <= 2 in w for w in [lo, hi) (0 when empty)."""
     by_degree: dict[int, dict] = {}
-    for mono, coef in poly.items():
+    for mono, coef in linear(poly).items():
         atoms = mono or ()
         degree = sum(1 for a in atoms if a == Var(w))
         rest = tuple(a for a in atoms if a != Var(w))
-        guarded = [a for a in rest if mentions(a, w)]
-        if guarded:
-            if len(rest) != 1 or not isinstance(rest[0], IfExpr) or degree:
-                raise Unsupported("a sum over a loop whose terms depend on the index in a non-polynomial way")
-            ite = rest[0]
-            if mentions(ite.then, w) or mentions(ite.else_, w):
-                raise Unsupported("a sum over a loop of nested index-dependent conditions")
-            # coef * (else + (then - else) * [cond])
-            part = BinOp("+", BinOp("*", ite.else_, nonneg_diff(hi, lo, facts)),
-                         BinOp("*", BinOp("-", ite.then, ite.else_), guard_count(ite.cond, w, lo, hi, facts)))
-            total = BinOp("+", total, BinOp("*", Const(coef), part))
-            continue
+        if any(mentions(a, w) for a in rest):
+            raise Unsupported("a sum over a loop whose terms depend on the index in a non-polynomial way")
         if degree > 2:
             raise Unsupported("a sum of a polynomial of degree > 2 in the loop index")
         by_degree.setdefault(degree, {})
@@ -350,13 +421,13 @@ def loop_sum(summand, w: str, lo, hi, facts: Facts):
         1: BinOp("//", BinOp("*", BinOp("-", b, a), BinOp("-", BinOp("+", a, b), Const(1))), Const(2)),
         2: BinOp("-", _sq_sum(b), _sq_sum(a)),
     }
-    poly_total = Const(0)
+    total = Const(0)
     for degree, coefs in by_degree.items():
-        poly_total = BinOp("+", poly_total, BinOp("*", lin_expr(coefs), power_sums[degree]))
-    poly_total = simplify(poly_total)
+        total = BinOp("+", total, BinOp("*", lin_expr(coefs), power_sums[degree]))
+    total = simplify(total)
     if not facts.proves(z(hi) >= z(lo)):
-        poly_total = IfExpr(Compare(">", hi, lo), poly_total, Const(0))
-    return simplify(BinOp("+", total, poly_total))
+        total = IfExpr(Compare(">", hi, lo), total, Const(0))
+    return total
 
 
 def _sq_sum(n):

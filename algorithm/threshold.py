@@ -43,7 +43,7 @@ from semantics.ir import (
     And, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Program, Var, Wait, loops, map_ops,
 )
 from semantics.symbolic import conflicting_pairs, domain, precedes, same_element, to_z3
-from .counting import ENV, ITERS, Facts, PrefixCounts, loop_target, Unsupported, _congruence, _interval, count_upto, mentions, refine, subst, z
+from .counting import ENV, ITERS, Facts, PrefixCounts, full_count, loop_target, Unsupported, _congruence, _interval, count_upto, mentions, refine, subst, z
 from .simplify import cond as simplify_cond, simplify
 
 
@@ -365,9 +365,16 @@ def _candidate_count(ctx: "_Context", x: Site, y: Site, candidate: Candidate, ta
     for step in y.trail[:depth]:
         if isinstance(step.stmt, For):
             env[step.stmt.var] = Var(step.stmt.var)
+    y_values = {l.var: Var(l.var) for l in y.loops}
+    try:
+        span = _constant_distance_span(x, y, candidate, env, names, facts, at_facts, y_values)
+        if span is not None:
+            before_y = _count_before_y(ctx, y, targets, facts)
+            forms.append(simplify(BinOp("-", before_y, span)))
+    except Unsupported:
+        pass
     try:
         upto_x = count_upto(body, env, x.trail[depth:], candidate.values, names, at_facts, ctx.prefix)
-        y_values = {l.var: Var(l.var) for l in y.loops}
         upto_y = count_upto(body, env, y.trail[depth:], y_values, names, facts, ctx.prefix)
         before_y = _count_before_y(ctx, y, targets, facts)
         forms.append(simplify(BinOp("+", BinOp("-", before_y, BinOp("-", upto_y, upto_x)), Const(1))))
@@ -375,6 +382,37 @@ def _candidate_count(ctx: "_Context", x: Site, y: Site, candidate: Candidate, ta
         if not forms:
             raise
     return min(forms, key=_cost), closed
+
+
+MAX_UNROLLED_DISTANCE = 8
+
+
+def _constant_distance_span(x: Site, y: Site, candidate: Candidate, env, names, facts, at_facts, y_values):
+    """Instances strictly between the candidate and y when the candidate lies a
+    constant d iterations back in a common loop: the rest of its iteration, the d - 1
+    whole iterations in between and y's iteration up to y; no sum over a range, so
+    per-iteration counts need no closed-form sum (e.g. `0..min(i, M)` inner loops)."""
+    depth = candidate.depth
+    loop = y.trail[depth].stmt
+    if not isinstance(loop, For) or depth >= len(x.trail) - 1 or x.trail[depth].stmt is not loop:
+        return None
+    var = loop.var
+    from .counting import tidy
+
+    distance = tidy(BinOp("-", Var(var), candidate.values[var]), at_facts)
+    if not isinstance(distance, Const) or not 1 <= distance.value <= MAX_UNROLLED_DISTANCE:
+        return None
+    at = lambda value: {**env, var: value}
+    u = candidate.values[var]
+    after_x = BinOp("-", BinOp("-", full_count(loop.body, at(u), names, at_facts),
+                               count_upto(loop.body, at(u), x.trail[depth + 1:], candidate.values, names, at_facts)),
+                    Const(1))
+    between = Const(0)
+    for back in range(1, distance.value):
+        value = simplify(BinOp("-", Var(var), Const(back)))
+        between = BinOp("+", between, full_count(loop.body, at(value), names, at_facts))
+    head = count_upto(loop.body, at(Var(var)), y.trail[depth + 1:], y_values, names, facts)
+    return simplify(BinOp("+", BinOp("+", after_x, between), head))
 
 
 def _cost(node) -> tuple:
