@@ -169,18 +169,36 @@ def _constraints(conds, u: str):
     return equal, congruent, upper
 
 
-def _latest(loop: For, u: str, hi, conds, env):
-    """The latest index u < hi suggested by the conditions (not yet checked)."""
+MAX_OPTIONS = 12
+
+
+def _latest(loop: For, u: str, hi, conds, env) -> list:
+    """The latest indices u < hi suggested by the conditions, latest first (checked
+    later): one value, or, for several congruences, one per residue of their period."""
     equal, congruent, upper = _constraints(conds, u)
     if equal:
-        return equal[0]
+        return [equal[0]]
     top = simplify(BinOp("-", hi, Const(1)))
     for bound in upper:
         top = simplify(Min(bound, top))
-    if congruent:
+    if len(congruent) == 1:
         m, _, residue = congruent[0]
-        return simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))
-    return top
+        return [simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))]
+    if congruent:
+        period = 1
+        for m, _, _ in congruent:
+            if not isinstance(m, Const) or m.value <= 0:
+                return [top]  # the check below rejects what this misses
+            period = period * m.value // _gcd(period, m.value)
+        if period <= MAX_OPTIONS:
+            return [simplify(BinOp("-", top, Const(back))) for back in range(period)]
+    return [top]
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
 
 
 def _candidates(program: Program, x: Site, y: Site, pair) -> list[Candidate]:
@@ -200,28 +218,31 @@ def _candidates(program: Program, x: Site, y: Site, pair) -> list[Candidate]:
             if isinstance(step.stmt, For):
                 env[step.stmt.var] = Var(step.stmt.var)
                 values[step.stmt.var] = Var(step.stmt.var)
-        conditions = []
+        # Partial candidates (env, values, conditions), latest first; free indices fan out.
+        partial = [(env, values, [])]
         for n, step in enumerate(x.trail[fixed_depth:-1], fixed_depth):
             stmt = step.stmt
-            if isinstance(stmt, If):
-                c = subst(stmt.cond, env)
-                conditions.append(c if step.branch else Not(c))
-                continue
-            u = stmt.var
-            lo = simplify(subst(stmt.lo, env))
-            hi = simplify(subst(stmt.hi, env))
-            if u in bounded:
-                hi = bounded[u]  # an earlier iteration than y's own (which is below hi)
-            placeholder = Var(f"{u}#free")
-            pending = _pending_conditions(x, n, env, placeholder, u, ax, ay)
-            chosen = _latest(stmt, f"{u}#free", hi, pending, env)
-            conditions += [Compare("<=", lo, chosen), Compare("<", chosen, hi)]
-            env[u] = chosen
-            values[u] = chosen
-        for ix, iy in zip(ax.indices, ay.indices):
-            conditions.append(Compare("==", subst(ix, env), iy))
-        condition = _conjoin([simplify_cond(c) for c in conditions])
-        out.append(Candidate(condition, values, fixed_depth if fixed_depth == depth else _step_depth(x, bounded)))
+            grown = []
+            for env, values, conditions in partial:
+                if isinstance(stmt, If):
+                    c = subst(stmt.cond, env)
+                    grown.append((env, values, conditions + [c if step.branch else Not(c)]))
+                    continue
+                u = stmt.var
+                lo = simplify(subst(stmt.lo, env))
+                hi = simplify(subst(stmt.hi, env))
+                if u in bounded:
+                    hi = bounded[u]  # an earlier iteration than y's own (which is below hi)
+                placeholder = Var(f"{u}#free")
+                pending = _pending_conditions(x, n, env, placeholder, u, ax, ay)
+                for chosen in _latest(stmt, f"{u}#free", hi, pending, env):
+                    grown.append(({**env, u: chosen}, {**values, u: chosen},
+                                  conditions + [Compare("<=", lo, chosen), Compare("<", chosen, hi)]))
+            partial = grown[:MAX_OPTIONS]
+        for env, values, conditions in partial:
+            conditions = conditions + [Compare("==", subst(ix, env), iy) for ix, iy in zip(ax.indices, ay.indices)]
+            condition = _conjoin([simplify_cond(c) for c in conditions])
+            out.append(Candidate(condition, values, fixed_depth if fixed_depth == depth else _step_depth(x, bounded)))
     return out
 
 
