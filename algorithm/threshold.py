@@ -150,9 +150,17 @@ def _iters_vars(node) -> set:
 
 
 def _constraints(conds, u: str):
-    """Split conditions on free index u into guidance: equalities, congruences, bounds."""
+    """Split conditions on free index u into guidance: equalities, congruences (a
+    negated congruence counts by its modulus only), bounds."""
     equal, congruent, upper = [], [], []
     for c in conds:
+        if isinstance(c, Not) and isinstance(c.operand, Compare):
+            c = Compare("!=", c.operand.left, c.operand.right) if c.operand.op == "==" else c
+        if isinstance(c, Compare) and c.op == "!=" and mentions(c, u):
+            cong = _congruence(Compare("==", c.left, c.right), u)
+            if cong is not None:
+                congruent.append((cong[0], None, None))  # excluded residue: fan out over the period
+            continue
         if not isinstance(c, Compare) or not mentions(c, u):
             continue
         interval = _interval(c, u)
@@ -181,7 +189,7 @@ def _latest(loop: For, u: str, hi, conds, env) -> list:
     top = simplify(BinOp("-", hi, Const(1)))
     for bound in upper:
         top = simplify(Min(bound, top))
-    if len(congruent) == 1:
+    if len(congruent) == 1 and congruent[0][2] is not None:
         m, _, residue = congruent[0]
         return [simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))]
     if congruent:
@@ -257,9 +265,20 @@ def _step_depth(x: Site, bounded: dict) -> int:
 def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
     """Conditions that constrain the free index u once outer indices are chosen: the
     guards and the non-emptiness of the loops below it, and the index equations, as
-    far as they mention no index that is still free below u."""
-    later_vars = {s.stmt.var for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)}
+    far as they mention no index that is still free below u. A deeper index that an
+    index equation pins down (`k == j`) is replaced by its value, so that its loop's
+    range constrains u too (`i <= k` becomes `i <= j`)."""
+    deeper = [s.stmt for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)]
+    later_vars = {loop.var for loop in deeper}
     env_u = {**env, u: placeholder}
+    pinned: dict = {}
+    for ix, iy in zip(ax.indices, ay.indices):
+        for loop in deeper:
+            equation = Compare("==", subst(ix, env_u), iy)
+            interval = _interval(simplify_cond(equation), loop.var)
+            if interval and interval[0] is not None and interval[1] is not None \
+                    and not any(mentions(interval[0], v) for v in later_vars):
+                pinned.setdefault(loop.var, interval[0])
     out = []
     for step in x.trail[n + 1:-1]:
         stmt = step.stmt
@@ -267,8 +286,16 @@ def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
             nonempty = Compare("<", stmt.lo, stmt.hi)
             if not any(mentions(nonempty, v) for v in later_vars):
                 out.append(simplify_cond(subst(nonempty, env_u)))
+            if stmt.var in pinned:
+                value = pinned[stmt.var]
+                for c in (Compare("<=", stmt.lo, value), Compare("<", value, stmt.hi)):
+                    c = subst(c, {**env_u, **pinned})
+                    if not any(mentions(c, v) for v in later_vars):
+                        out.append(simplify_cond(c))
         elif step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
             out.append(simplify_cond(subst(stmt.cond, env_u)))
+        elif not step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
+            out.append(simplify_cond(Not(subst(stmt.cond, env_u))))
     for ix, iy in zip(ax.indices, ay.indices):
         if not any(mentions(ix, v) for v in later_vars):
             out.append(simplify_cond(Compare("==", subst(ix, env_u), iy)))
