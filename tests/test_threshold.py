@@ -74,30 +74,13 @@ _GAP = "not exact (conservative fallback), so the output is over-synchronized: "
 # "plan": plan_thresholds raises; "exact": some entry is not exact and the output is
 # over-synchronized.
 KNOWN_BUGS = {
-    "guarded_triangular_consumer.sync": {"plan": _CRASH_FALLBACK_PREFIX},
-    "if_else_varying.sync": {"plan": _CRASH_FALLBACK_PREFIX,
-                             "exact": _GAP + "ld, a and out on PE: PE counts per iteration vary with i's "
-                                             "parity (as varying_count_war.sync)"},
     "triangular_guarded_reader.sync": {"plan": _CRASH_FALLBACK_GUARDED},
-    "varying_count_war.sync": {"exact": _GAP + "the PE count up to iteration i - 2 is a sum of a "
-                                              "parity-dependent count ('a sum over a loop of nested "
-                                              "index-dependent conditions')"},
-    "clamped_triangular.sync": {"exact": _GAP + "a clamped triangular loop 0..min(i, M) ('a sum over a "
-                                               "loop whose terms depend on the index in a "
-                                               "non-polynomial way')"},
-    "triangular_start_bound.sync": {"exact": _GAP + "the latest earlier row i' < i that wrote w[j] must "
-                                                   "also satisfy i' <= j (inner loop `i..N`); _latest "
-                                                   "ignores that bound, Z3 finds the escape"},
-    "parity_mod3.sync": {"exact": _GAP + "two congruences on one index (i % 2 from the guard, i % 3 "
-                                        "from the access); _latest uses only the first"},
-    "parity_engines.sync": {"exact": _GAP + "as parity_mod3.sync (guard i % 2, access o[i % 3])"},
 }
+# Fixed since the first run of these tests (kept as regression cases, no mark):
+# guarded_triangular_consumer, if_else_varying, varying_count_war, clamped_triangular,
+# triangular_start_bound, parity_mod3, parity_engines, triangular_both.
 # Exact at run time, but not proved so (`exact=False`), not a wrong output.
-UNPROVEN_BUT_RIGHT = {
-    "triangular_both.sync": "mac's ACT wait: the case analysis of post -> mac (w[j]) escapes, as in "
-                            "triangular_start_bound.sync; the fallback (every earlier ACT instance) "
-                            "happens to be exact because mac also writes acc, which every post reads",
-}
+UNPROVEN_BUT_RIGHT: dict = {}
 
 
 def _id(path: Path) -> str:
@@ -251,8 +234,13 @@ def test_corpus_and_cases_are_present():
 #   zero_trip_sequence: ld[i] writes a[i % 3], WAR with mm[i - 3] (PE);
 #   guarded_writer: w runs at i % 3 == 0, so its WAR/WAW on s and t with r and d of
 #     earlier iterations first exists at i = 3.
+#   clamped_triangular, varying_count_war, if_else_varying: the WAR with the readers of
+#     iteration i - 2 exists only once those ran at least once (i = 3);
+#   parity_mod3, parity_engines (0..5): o[i % 3] is shared between iterations of
+#     different parity only from i = 4 on (e at 4 after f at 1).
 IRREDUNDANCY_HI = {"ring_buffer.sync": 4, "ring_off_by_one.sync": 4, "zero_trip_sequence.sync": 4,
-                   "guarded_writer.sync": 4}
+                   "guarded_writer.sync": 4, "clamped_triangular.sync": 4, "varying_count_war.sync": 4,
+                   "if_else_varying.sync": 4, "parity_mod3.sync": 5, "parity_engines.sync": 5}
 _BROKEN = {name for name, kinds in KNOWN_BUGS.items() if kinds}
 
 
