@@ -322,9 +322,94 @@ def loop_sum(summand, w: str, lo, hi, facts: Facts):
     return simplify(_sum_under(summand, [], w, lo, hi, facts))
 
 
-def _sum_under(summand, conds: list, w: str, lo, hi, facts: Facts):
+MAX_RESIDUE_SPLIT = 6
+
+
+def _atoms(node):
+    """Every subexpression of an integer expression (conditions included)."""
+    yield node
+    match node:
+        case BinOp(left=a, right=b) | Min(left=a, right=b) | Max(left=a, right=b) \
+                | Compare(left=a, right=b) | And(left=a, right=b) | Or(left=a, right=b):
+            yield from _atoms(a)
+            yield from _atoms(b)
+        case Neg(operand=a) | Not(operand=a):
+            yield from _atoms(a)
+        case IfExpr(cond=c, then=a, else_=b):
+            yield from _atoms(c)
+            yield from _atoms(a)
+            yield from _atoms(b)
+
+
+def _replace(node, target, replacement):
+    if node == target:
+        return replacement
+    match node:
+        case BinOp(op=op, left=a, right=b):
+            return BinOp(op, _replace(a, target, replacement), _replace(b, target, replacement))
+        case Compare(op=op, left=a, right=b):
+            return Compare(op, _replace(a, target, replacement), _replace(b, target, replacement))
+        case Min(left=a, right=b) | Max(left=a, right=b) | And(left=a, right=b) | Or(left=a, right=b):
+            return type(node)(_replace(a, target, replacement), _replace(b, target, replacement))
+        case Neg(operand=a) | Not(operand=a):
+            return type(node)(_replace(a, target, replacement))
+        case IfExpr(cond=c, then=a, else_=b):
+            return IfExpr(_replace(c, target, replacement), _replace(a, target, replacement),
+                          _replace(b, target, replacement))
+    return node
+
+
+def _split(summand, conds: list, w: str, lo, hi, facts: Facts, depth: int):
+    """Remove one non-polynomial use of w by splitting the range: `e // m` and `e % m`
+    (constant m) by the residue of w (w = m*t + s makes them affine in t), and
+    `min`/`max` at the point where their sides cross. None if there is none."""
+    for atom in _atoms(BinOp("+", summand, _conjoin_all(conds))):
+        match atom:
+            case BinOp(op="//" | "%", left=a, right=Const(value=m)) if 1 < m <= MAX_RESIDUE_SPLIT and mentions(a, w):
+                total = Const(0)
+                for residue in range(m):
+                    t = f"{w}#r{next(_fresh)}"
+                    shift = {w: BinOp("+", BinOp("*", Const(m), Var(t)), Const(residue))}
+                    t_lo = simplify(BinOp("//", BinOp("+", BinOp("-", lo, Const(residue)), Const(m - 1)), Const(m)))
+                    t_hi = simplify(BinOp("//", BinOp("+", BinOp("-", hi, Const(residue)), Const(m - 1)), Const(m)))
+                    part = _sum_under(simplify(subst(summand, shift)), [simplify_cond(subst(c, shift)) for c in conds],
+                                      t, t_lo, t_hi, facts, depth + 1)
+                    total = BinOp("+", total, part)
+                return total
+            case Min(left=a, right=b) | Max(left=a, right=b) if mentions(atom, w):
+                first = Compare("<=", a, b)  # min takes a here, max takes b
+                take_first, take_second = (a, b) if isinstance(atom, Min) else (b, a)
+                return BinOp("+",
+                             _sum_under(simplify(_replace(summand, atom, take_first)), conds + [first], w, lo, hi, facts,
+                                        depth + 1),
+                             _sum_under(simplify(_replace(summand, atom, take_second)), conds + [Not(first)], w, lo, hi,
+                                        facts, depth + 1))
+    return None
+
+
+def _conjoin_all(conds):
+    # Conditions only matter to _split for the atoms they hold; wrap them in an if.
+    out = Const(0)
+    for c in conds:
+        out = IfExpr(c, out, Const(0))
+    return out
+
+
+def _sum_under(summand, conds: list, w: str, lo, hi, facts: Facts, depth: int = 0):
     """Sum of `summand` over the w in [lo, hi) where every condition in `conds` holds;
     `if` terms of the summand split the conditions (then / else)."""
+    try:
+        return _sum_under_polynomial(summand, conds, w, lo, hi, facts)
+    except Unsupported:
+        if depth > 3:
+            raise
+        split = _split(summand, conds, w, lo, hi, facts, depth)
+        if split is None:
+            raise
+        return split
+
+
+def _sum_under_polynomial(summand, conds: list, w: str, lo, hi, facts: Facts):
     poly: dict = {}
     total = Const(0)
     for mono, coef in linear(summand).items():

@@ -83,6 +83,14 @@ def linear(node) -> Lin:
                         and isinstance(la.get(None, 0), int):
                     # (k*m*x + c) % m == c % m
                     return {None: la.get(None, 0) % cb}
+                whole = {k: c for k, c in la.items() if k is not None and isinstance(c, int) and c % cb == 0}
+                if whole and len(whole) < len(la):
+                    # (m*P + R) // m == P + R // m  and  (m*P + R) % m == R % m
+                    rest = {k: c for k, c in la.items() if k not in whole}
+                    inner = linear(BinOp(op, expr(rest), Const(cb)))
+                    if op == "%":
+                        return inner
+                    return _add(inner, {k: c // cb for k, c in whole.items()})
             if op == "%" and list(la.values()) == [1]:
                 mono = next(iter(la))
                 if mono is not None and len(mono) == 1 and isinstance(mono[0], BinOp) \

@@ -73,12 +73,11 @@ _GAP = "not exact (conservative fallback), so the output is over-synchronized: "
 # kernel file name -> {property kind: reason}; every entry has its own kernel file.
 # "plan": plan_thresholds raises; "exact": some entry is not exact and the output is
 # over-synchronized.
-KNOWN_BUGS = {
-    "triangular_guarded_reader.sync": {"plan": _CRASH_FALLBACK_GUARDED},
-}
+KNOWN_BUGS: dict = {}
 # Fixed since the first run of these tests (kept as regression cases, no mark):
 # guarded_triangular_consumer, if_else_varying, varying_count_war, clamped_triangular,
-# triangular_start_bound, parity_mod3, parity_engines, triangular_both.
+# triangular_start_bound, parity_mod3, parity_engines, triangular_both,
+# triangular_guarded_reader.
 # Exact at run time, but not proved so (`exact=False`), not a wrong output.
 UNPROVEN_BUT_RIGHT: dict = {}
 
