@@ -103,19 +103,25 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
 
     # Which engines' counts a chain through each op can vouch for (a static closure):
     # a chain through an op that cannot reach engine F is never explored for F.
-    # (Over-approximated: every op on the same engine counts as a possible predecessor.)
-    reach = {name: {site.op.engine} | {e.engine for e in by_op.get(name, ()) if e.exact} for name, site in all_sites.items()}
-    by_engine = {e: [n for n, s in all_sites.items() if s.op.engine == e] for e in program.engines}
+    # (Over-approximated per engine: every op on an engine may precede every other, so
+    # all ops of one engine share one set; linear in the plan, not in op pairs.)
+    engine_reach = {e: {e} for e in program.engines}
+    for e in plan.entries:
+        if e.exact:
+            engine_reach[all_sites[e.op].op.engine].add(e.engine)
     changed = True
     while changed:
         changed = False
-        for name, site in all_sites.items():
-            linked = [x.op.name for e in by_op.get(name, ()) if e.exact for x, _ in e.sources] + by_engine[site.op.engine]
-            for other in linked:
-                extra = reach[other] - reach[name]
+        for e in plan.entries:
+            if not e.exact:
+                continue
+            mine = engine_reach[all_sites[e.op].op.engine]
+            for x, _ in e.sources:
+                extra = engine_reach[x.op.engine] - mine
                 if extra:
-                    reach[name] |= extra
+                    mine |= extra
                     changed = True
+    reach = {name: engine_reach[site.op.engine] for name, site in all_sites.items()}
 
     def useful(name: str, engine: str) -> bool:
         return engine in reach[name]

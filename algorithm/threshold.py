@@ -94,6 +94,7 @@ class _Context:
             for buffer in {a.buffer for a in site.op.reads + site.op.writes}:
                 self.by_buffer.setdefault(buffer, []).append(site)
         self.prefix = PrefixCounts(program)
+        self.order = {name: n for n, name in enumerate(self.sites)}
 
     def producers(self, y: Site, engine: str):
         """(x, access pair) for ops x on `engine` that may conflict with y."""
@@ -103,8 +104,7 @@ class _Context:
                 if x.op.engine == engine and x.op.name not in seen:
                     seen.add(x.op.name)
                     out += [(x, pair) for pair in conflicting_pairs(x.op, y.op)]
-        order = {name: n for n, name in enumerate(self.sites)}
-        return sorted(out, key=lambda xp: order[xp[0].op.name])
+        return sorted(out, key=lambda xp: self.order[xp[0].op.name])
 
 
 def _site_facts(program: Program, y: Site) -> Facts:
@@ -485,17 +485,33 @@ def _cost(node) -> tuple:
     return (degree(node), sum(text.count(op) for op in ("+", "-", "*", "//", "%", "min", "max", "if")), len(text))
 
 
+_TOP_LOOPS: dict = {}
+
+
+def _top_loops(program: Program) -> dict:
+    """Loop variable -> (statement index, loop) for the program's top-level loops."""
+    key = id(program.body)
+    hit = _TOP_LOOPS.get(key)
+    if hit is None or hit[0] is not program.body:
+        loops_ = {stmt.var: (index, stmt) for index, stmt in enumerate(program.body) if isinstance(stmt, For)}
+        hit = _TOP_LOOPS[key] = (program.body, loops_)
+    return hit[1]
+
+
 def _closed_iters(program: Program, y: Site, node):
     """Replace iters(v) of a loop that runs at most once (no enclosing loop) by its
     closed form at y: v - lo + 1 inside the loop, the trip count after it, 0 before it."""
-    all_sites = {s.stmt.var: (n, s) for n, s in enumerate(y.trail) if isinstance(s.stmt, For)}
-    top = {}
-    for index, stmt in enumerate(program.body):
-        if isinstance(stmt, For):
-            top[stmt.var] = (index, stmt)
+    wanted = _iters_vars(node)
+    if not wanted:
+        return node
+    inside = {s.stmt.var for s in y.trail if isinstance(s.stmt, For)}
+    top = _top_loops(program)
     env = {}
-    for var, (index, loop) in top.items():
-        if var in all_sites:
+    for var in wanted:
+        if var not in top:
+            continue
+        index, loop = top[var]
+        if var in inside:
             env[var] = BinOp("+", BinOp("-", Var(var), loop.lo), Const(1))
         elif index < y.trail[0].index:
             env[var] = Max(Const(0), BinOp("-", loop.hi, loop.lo))
