@@ -160,7 +160,13 @@ def main(argv: list[str] | None = None) -> int:
 
     def run():
         with deep_recursion():
-            outcome[0] = _main(argv)
+            try:
+                outcome[0] = _main(argv)
+            except BrokenPipeError:  # the reader of our output went away (`| head`)
+                import os
+
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                outcome[0] = EXIT_OK
 
     threading.stack_size(512 * 1024 * 1024)
     thread = threading.Thread(target=run)
