@@ -238,7 +238,7 @@ def _interval(c, w: str):
     diff = simplify(BinOp("-", c.left, c.right))  # diff op 0
     solved = _solve_linear(diff, w)
     if solved is None:
-        return None
+        return _floor_interval(c, w)
     coef, rest = solved  # coef*w + rest op 0
     op = c.op if coef == 1 else _FLIP[c.op]
     bound = simplify(Neg(rest)) if coef == 1 else rest  # w op bound
@@ -250,6 +250,29 @@ def _interval(c, w: str):
         ">": (simplify(BinOp("+", bound, one)), None),
         ">=": (bound, None),
     }[op]
+
+
+def _floor_interval(c, w: str):
+    """`(w + k) // m  op  e` (constant m > 0, e free of w) as an interval of w:
+    (w + k) // m == e  <=>  m*e - k <= w < m*e - k + m, and so on."""
+    for left, right, op in ((c.left, c.right, c.op), (c.right, c.left, _FLIP[c.op])):
+        if not (isinstance(left, BinOp) and left.op == "//" and isinstance(left.right, Const)
+                and left.right.value > 0 and not mentions(right, w)):
+            continue
+        solved = _solve_linear(left.left, w)
+        if solved is None or solved[0] != 1:
+            continue
+        m, k = left.right.value, solved[1]
+        start = lambda e: simplify(BinOp("-", BinOp("*", Const(m), e), k))  # least w with (w + k) // m >= e
+        nxt = simplify(BinOp("+", right, Const(1)))
+        return {
+            "==": (start(right), start(nxt)),
+            "<": (None, start(right)),
+            "<=": (None, start(nxt)),
+            ">": (start(nxt), None),
+            ">=": (start(right), None),
+        }.get(op)
+    return None
 
 
 def _congruence(c, w: str):

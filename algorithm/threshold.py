@@ -166,9 +166,9 @@ def _constraints(conds, u: str):
         interval = _interval(c, u)
         if interval is not None:
             lo, hi = interval
-            if lo is not None and hi is not None:
+            if lo is not None and hi is not None and simplify(BinOp("-", hi, lo)) == Const(1):
                 equal.append(lo)
-            elif hi is not None:
+            elif hi is not None:  # the lower end is checked by the candidate's condition
                 upper.append(simplify(BinOp("-", hi, Const(1))))
             continue
         cong = _congruence(c, u)
