@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import attrs
 
-from semantics.context import sites
 from semantics.ir import Barrier, BinOp, For, If, Op, Program, Var, walk_stmts
 from semantics.symbolic import conflicting_pairs
 from .counting import Unsupported, count_upto, full_count

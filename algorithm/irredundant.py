@@ -22,9 +22,9 @@ from __future__ import annotations
 import attrs
 import z3
 
-from semantics.context import Site, sites
+from semantics.context import Site
 from semantics.errors import SyncproofError
-from semantics.ir import Access, And, BinOp, Compare, Const, Program, Var
+from semantics.ir import Access, And, BinOp, Const, Program, Var
 from semantics.symbolic import domain
 from .counting import ENV, Unsupported, count_upto, subst, z
 from .simplify import simplify
