@@ -252,7 +252,7 @@ def _syntax_error(parser: lark.Lark, exc: lark.exceptions.UnexpectedInput) -> Ke
     else:
         found = f"'{token}'"
         if str(token) in ("==", "!=", "<", "<=", ">", ">=") and "'and'" in expected:
-            return KernelError(f"comparisons cannot be chained: use `and` (as in `a < b and b < c`)", loc)
+            return KernelError("comparisons cannot be chained: use `and` (as in `a < b and b < c`)", loc)
         if "a name" in expected and token.type not in ("NAME", "INT") and str(token).isidentifier():
             return KernelError(f"'{token}' is a reserved word and cannot be used as a name", loc)
     hint = f"; expected {', '.join(expected[:8])}" + (", ..." if len(expected) > 8 else "") if expected else ""

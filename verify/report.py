@@ -69,7 +69,7 @@ def result_text(result: CheckResult, strategy: str, filename: str) -> str:
                        f"{'the soundness property allows' if result.property == 'soundness' else 'is shown below'})")
     elif result.holds:
         if result.verdict == Verdict.BISIMILAR:
-            out.append(f"verdict: bisimilar to the reference for every valuation within the bounds")
+            out.append("verdict: bisimilar to the reference for every valuation within the bounds")
         else:
             out.append(f"verdict: {result.verdict.value}, which the {result.property} property allows: sound "
                        "(no instance can issue before its producers complete) and deadlock-free within the bounds")
