@@ -89,7 +89,7 @@ def plan_barrier(program: Program) -> Plan:
             continue
         facts = _site_facts(program, y)
         targets = [s for s in all_sites.values() if s.op.engine == entry.engine]
-        names = frozenset(t.op.name for t in targets)
+        names = ctx.names(targets)
         env = {p.name: Var(p.name) for p in program.params}
         for step in y.trail[:k]:
             if isinstance(step.stmt, For):

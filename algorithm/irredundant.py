@@ -66,7 +66,7 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
         env = {p.name: Var(p.name) for p in program.params}
         try:
             before = count_upto(program.body, env, z.trail, values,
-                                frozenset(s.op.name for s in ctx.by_engine[engine]), _no_facts(), ctx.prefix)
+                                ctx.names(ctx.by_engine[engine]), _no_facts(), ctx.prefix)
         except Unsupported:
             return None
         return simplify(BinOp("+", before, Const(1)))

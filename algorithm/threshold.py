@@ -89,6 +89,14 @@ class _Context:
                 self.by_buffer.setdefault(buffer, []).append(site)
         self.prefix = PrefixCounts(program)
         self.order = {name: n for n, name in enumerate(self.sites)}
+        self._names: dict = {}
+
+    def names(self, targets: list[Site]) -> frozenset:
+        """The op names of a target list (one of `by_engine`'s lists), built once."""
+        hit = self._names.get(id(targets))
+        if hit is None or hit[0] is not targets:
+            hit = self._names[id(targets)] = (targets, frozenset(t.op.name for t in targets))
+        return hit[1]
 
     def producers(self, y: Site, engine: str):
         """(x, access pair) for ops x on `engine` that may conflict with y."""
@@ -171,7 +179,7 @@ def _count_before_y(ctx: "_Context", y: Site, targets: list[Site], facts: Facts)
     """F-instances before y: the top-level statements before y's in closed form, and
     the ops of y's own top-level statement from tracked counts."""
     top = y.trail[0].index
-    names = frozenset(t.op.name for t in targets)
+    names = ctx.names(targets)
     total = ctx.prefix.before(top, names)
     for x_site in targets:
         if x_site.trail[0].index == top:
@@ -184,7 +192,7 @@ def _candidate_count(ctx: "_Context", x: Site, y: Site, candidate: Candidate, ta
     counted from the program start (closed form over loop indices), or counted back
     from y (tracked counts at y minus the instances between the candidate and y)."""
     program = ctx.program
-    names = frozenset(t.op.name for t in targets)
+    names = ctx.names(targets)
     at_facts = facts.with_(z(candidate.condition))
     forms = []
     closed = None
