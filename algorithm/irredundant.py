@@ -45,10 +45,15 @@ class Source:
 
 
 def _same_engine_sources(program: Program, y: Site, all_sites) -> list[Source]:
+    """Earlier instances on y's engine that in-order execution completes before y:
+    the ops of y's engine in y's top-level statement, and the last one before it (a
+    bounded subset, so the work per op does not grow with the program)."""
     out = []
-    for e in all_sites.values():
-        if e.op.engine != y.op.engine:
-            continue
+    top = y.trail[0].index
+    same = [e for e in all_sites.values() if e.op.engine == y.op.engine]
+    before = [e for e in same if e.trail[0].index < top]
+    nearby = [e for e in same if e.trail[0].index == top] + before[-1:]
+    for e in nearby:
         try:
             candidates = _candidates(program, e, y, _NO_PAIR)
         except Unsupported:
@@ -168,7 +173,10 @@ def _shown_necessary(program: Program, entries) -> set:
     from semantics.sequential import UnrollLimit, unroll
     from .threshold import apply_plan
 
+    from semantics.ir import ops as program_ops
+
     synced = apply_plan(program, entries)
+    all_ops = program_ops(program)
     names = [p.name for p in program.params]
     combos = list(itertools.product(SAMPLE_VALUES, repeat=len(names)))[:MAX_SAMPLES]
     if all(p.default is not None for p in program.params):
@@ -177,7 +185,7 @@ def _shown_necessary(program: Program, entries) -> set:
     shown: set = set()
     for combo in combos:
         try:
-            unrolled = unroll(synced, dict(zip(names, combo)), limit=20_000)
+            unrolled = unroll(synced, dict(zip(names, combo)), limit=max(20_000, 200 * len(all_ops)))
         except (UnrollLimit, SyncproofError):
             continue
         by_local = [[i for i in s if i >= 0] for s in unrolled.streams]
