@@ -19,6 +19,8 @@ cannot add over-synchronization.
 
 from __future__ import annotations
 
+import bisect
+
 import attrs
 import z3
 
@@ -44,15 +46,15 @@ class Source:
     via: str | None  # the engine whose wait covers it (None: in-order predecessor)
 
 
-def _same_engine_sources(program: Program, y: Site, all_sites) -> list[Source]:
+def _same_engine_sources(program: Program, y: Site, same: list[Site], tops: list[int]) -> list[Source]:
     """Earlier instances on y's engine that in-order execution completes before y:
     the ops of y's engine in y's top-level statement, and the last one before it (a
-    bounded subset, so the work per op does not grow with the program)."""
+    bounded subset, so the work per op does not grow with the program). `same` is
+    the engine's sites in program order, `tops` their top-level statement indices."""
     out = []
     top = y.trail[0].index
-    same = [e for e in all_sites.values() if e.op.engine == y.op.engine]
-    before = [e for e in same if e.trail[0].index < top]
-    nearby = [e for e in same if e.trail[0].index == top] + before[-1:]
+    first = bisect.bisect_left(tops, top)
+    nearby = same[first:bisect.bisect_right(tops, top)] + same[max(0, first - 1):first]
     for e in nearby:
         try:
             candidates = _candidates(program, e, y, _NO_PAIR)
@@ -96,10 +98,13 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
     for e in plan.entries:
         by_op.setdefault(e.op, []).append(e)
     same_engine: dict[str, list[Source]] = {}  # computed on demand: Z3 proofs per op pair
+    tops = {e: [s.trail[0].index for s in sites_] for e, sites_ in ctx.by_engine.items()}
 
     def sources(name: str, kept_engines=None) -> list[Source]:
         if name not in same_engine:
-            same_engine[name] = _same_engine_sources(program, all_sites[name], all_sites)
+            site = all_sites[name]
+            same_engine[name] = _same_engine_sources(program, site, ctx.by_engine[site.op.engine],
+                                                     tops[site.op.engine])
         out = list(same_engine[name])
         for e in by_op.get(name, ()):
             if e.exact and (kept_engines is None or e.engine in kept_engines):
