@@ -43,7 +43,7 @@ def _interval(c, w: str):
     diff = simplify(BinOp("-", c.left, c.right))  # diff op 0
     solved = _solve_linear(diff, w)
     if solved is None:
-        return _floor_interval(c, w)
+        return _scaled_interval(diff, c.op, w) or _floor_interval(c, w)
     coef, rest = solved  # coef*w + rest op 0
     op = c.op if coef == 1 else _FLIP[c.op]
     bound = simplify(Neg(rest)) if coef == 1 else rest  # w op bound
@@ -54,6 +54,31 @@ def _interval(c, w: str):
         "<=": (None, simplify(BinOp("+", bound, one))),
         ">": (simplify(BinOp("+", bound, one)), None),
         ">=": (bound, None),
+    }[op]
+
+
+def _scaled_interval(diff, op: str, w: str):
+    """`m*w + rest  op  0` with an integer |m| > 1 and rest free of w, as an interval of
+    w with floor-division ends (`==` gives an empty interval when m does not divide)."""
+    from .simplify import expr as lin_expr
+
+    lin = linear(diff)
+    m = lin.get((Var(w),), 0)
+    rest = lin_expr({k: c for k, c in lin.items() if k != (Var(w),)})
+    if not isinstance(m, int) or abs(m) < 2 or mentions(rest, w):
+        return None
+    if m < 0:
+        m, rest, op = -m, simplify(Neg(rest)), _FLIP[op]
+    a = simplify(Neg(rest))  # m*w op a
+    floor = lambda e: simplify(BinOp("//", e, Const(m)))
+    ceil = floor(BinOp("+", a, Const(m - 1)))
+    after = lambda e: simplify(BinOp("+", e, Const(1)))
+    return {
+        "==": (ceil, after(floor(a))),
+        "<": (None, after(floor(BinOp("-", a, Const(1))))),
+        "<=": (None, after(floor(a))),
+        ">": (after(floor(a)), None),
+        ">=": (ceil, None),
     }[op]
 
 
