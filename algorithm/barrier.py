@@ -2,7 +2,9 @@
 
 Rule. Every loop whose body holds a possible cross-engine dependence (two ops on
 different engines touching one buffer, at least one writing) gets an all-engine
-barrier at the start of each iteration and one right after the loop. Counters reset
+barrier at the start of each iteration and one right after the loop, and an `if`
+holding such a loop gets one right after it (its barriers run on one path only, and
+the next region must start the same way on every path). Counters reset
 at each barrier, so every region between barriers is straight-line code (up to loops
 without cross-engine dependences) and each wait's threshold counts only the
 producer engine's instances since the region's start:
@@ -42,6 +44,13 @@ def needs_barriers(loop: For) -> bool:
     )
 
 
+def _guards_barriers(stmt) -> bool:
+    """An `if` with a barrier loop in a branch: the barriers run on one path only, so
+    a barrier after the `if` starts the next region the same way on every path."""
+    return isinstance(stmt, If) and any(
+        isinstance(s, For) and needs_barriers(s) for s in walk_stmts(stmt.then + stmt.else_))
+
+
 def _insert(body) -> tuple:
     out = []
     for stmt in body:
@@ -55,6 +64,8 @@ def _insert(body) -> tuple:
                     out.append(attrs.evolve(stmt, body=inner))
             case If():
                 out.append(attrs.evolve(stmt, then=_insert(stmt.then), else_=_insert(stmt.else_)))
+                if _guards_barriers(stmt):
+                    out.append(Barrier())
             case Op():
                 out.append(stmt)
             case Barrier():
@@ -68,7 +79,8 @@ def _region_start(program: Program, y) -> tuple[int, int]:
     for k in range(len(y.trail) - 1, -1, -1):
         body = _body_at(program, y.trail, k)
         limit = y.trail[k].index
-        boundaries = [n + 1 for n in range(limit) if isinstance(body[n], For) and needs_barriers(body[n])]
+        boundaries = [n + 1 for n in range(limit)
+                      if isinstance(body[n], For) and needs_barriers(body[n]) or _guards_barriers(body[n])]
         if k > 0 and isinstance(y.trail[k - 1].stmt, For) and needs_barriers(y.trail[k - 1].stmt):
             boundaries.append(0)
         if boundaries:
