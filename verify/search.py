@@ -46,6 +46,9 @@ class SearchOptions:
     max_instances: int = 16  # per valuation, so that each check stays small
     max_states: int = 200_000  # per valuation; reaching it makes that example unknown (skipped)
     progress: Callable[[str], None] | None = None
+    # A strategy function to use instead of the named one (tests use it for
+    # deliberately broken strategies); `strategy` then only labels the results.
+    sync: Callable[[Program], Program] | None = None
 
 
 @attrs.frozen
@@ -73,9 +76,8 @@ def _check(program: Program, options: SearchOptions):
     """(synced, result, crash) for one kernel; result None when the strategy rejected it."""
     from algorithm.registry import get_strategy
 
-    strategy = get_strategy(options.strategy)
     try:
-        synced = strategy(program).program
+        synced = options.sync(program) if options.sync else get_strategy(options.strategy)(program).program
     except SyncproofError:
         return None, None, None
     except Exception as exc:  # noqa: BLE001 - a crash of the strategy under test is a finding
@@ -89,7 +91,8 @@ def search(options: SearchOptions = SearchOptions()) -> SearchResult:
     """Search for a kernel on which the strategy fails the property; shrink it."""
     from algorithm.registry import get_strategy
 
-    get_strategy(options.strategy)  # unknown strategy: a usage error before any work
+    if options.sync is None:
+        get_strategy(options.strategy)  # unknown strategy: a usage error before any work
     start = time.monotonic()
     tally = {"examples": 0, "unknown": 0, "rejected": 0, "largest": 0}
     largest: list = [None]
