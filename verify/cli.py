@@ -12,19 +12,22 @@ import json
 import re
 import sys
 
+import attrs
+
 from algorithm.registry import get_strategy, stats_line
 from semantics.errors import KernelError, SyncproofError, UsageError
 from semantics.ir import Program
 from semantics.parser import parse_file
 from semantics.printer import print_program
+
+from . import cli_search
 from .explicit import InternalError, check
 from .report import result_json, result_text
 from .verdicts import PROPERTIES, CheckOptions, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
-_PLANNED_COMMANDS = {"search": "issue 5", "simulate": "issue 6", "bench": "issue 6",
-                     "lean": "issue 7"}
+_PLANNED_COMMANDS = {"simulate": "issue 6", "bench": "issue 6", "lean": "issue 7"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +60,11 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
                    help="state limit per parameter valuation; reaching it gives 'unknown'")
     p.add_argument("--timeout", type=float, default=None, help="time limit in seconds; reaching it gives 'unknown'")
+    p.add_argument("--dump-smt", metavar="DIR", default=None,
+                   help="(z3) write a query that ends 'unknown' to DIR as an .smt2 file")
     p.add_argument("--json", action="store_true")
+
+    cli_search.add_parsers(sub)
 
     for name, issue in _PLANNED_COMMANDS.items():
         p = sub.add_parser(name, help=f"(not yet available: {issue})")
@@ -119,17 +126,29 @@ def _cmd_sync(args) -> int:
 def _cmd_verify(args) -> int:
     program = parse_file(args.file)
     strategy = get_strategy(args.strategy)
-    if args.engine != "explicit":
-        raise UsageError(f"--engine {args.engine} is not yet available (planned in issue 4); use --engine explicit")
     bounds = parse_bounds(program, args.param, args.max_param)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
     sync_result = strategy(program)
     synced = sync_result.program
-    options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
-                           progress=lambda line: print(line, file=sys.stderr, flush=True))
+
+    def progress(line):
+        print(line, file=sys.stderr, flush=True)
+
+    results = {}
     try:
-        result = check(synced, bounds, options)
+        if args.engine in ("explicit", "both"):
+            options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
+                                   progress=progress)
+            results["explicit"] = check(synced, bounds, options)
+        if args.engine in ("z3", "both"):
+            # z3 loads only when asked for
+            from .z3_check import Z3Options
+            from .z3_check import check as z3_check
+
+            options = Z3Options(property=args.property, timeout=args.timeout, dump_smt=args.dump_smt,
+                                progress=progress)
+            results["z3"] = z3_check(synced, bounds, options)
     except InternalError as err:
         print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
         return EXIT_UNKNOWN
@@ -138,6 +157,9 @@ def _cmd_verify(args) -> int:
         raise
     if args.strategy != "manual":
         print(stats_line(sync_result.stats), file=sys.stderr)
+    if args.engine == "both":
+        return _report_both(args, results["explicit"], results["z3"], sync_result)
+    result = results[args.engine]
     if args.json:
         data = result_json(result, args.strategy)
         data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
@@ -147,6 +169,41 @@ def _cmd_verify(args) -> int:
     if result.verdict == Verdict.UNKNOWN:
         return EXIT_UNKNOWN
     return EXIT_OK if result.holds else EXIT_FAIL
+
+
+def _report_both(args, explicit, z3, sync_result) -> int:
+    """One answer when the engines agree; both answers, exit 3, when either is unknown
+    or they disagree (a disagreement is a bug in syncproof)."""
+    unknown = Verdict.UNKNOWN in (explicit.verdict, z3.verdict)
+    agree = explicit.verdict == z3.verdict and explicit.holds == z3.holds
+    if agree and not unknown:
+        result = attrs.evolve(explicit, engine="both")
+        if args.json:
+            data = result_json(result, args.strategy)
+            data["z3_queries"] = z3.states
+            data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
+            print(json.dumps(data, indent=2))
+        else:
+            print(result_text(result, args.strategy, args.file))
+        return EXIT_OK if result.holds else EXIT_FAIL
+    if unknown:
+        why = "at least one engine's answer is unknown"
+    else:
+        why = "the explicit and z3 engines disagree"
+        print(f"syncproof: internal error (a bug in syncproof): {why}", file=sys.stderr)
+    combined = attrs.evolve(explicit, verdict=Verdict.UNKNOWN, holds=None, engine="both", witness=None,
+                            complete=False, reason=why)
+    if args.json:
+        data = result_json(combined, args.strategy)
+        data["explicit"] = result_json(explicit, args.strategy)
+        data["z3"] = result_json(z3, args.strategy)
+        print(json.dumps(data, indent=2))
+    else:
+        print(result_text(combined, args.strategy, args.file))
+        for result in (explicit, z3):
+            print(f"--- engine {result.engine} ---")
+            print(result_text(result, args.strategy, args.file))
+    return EXIT_UNKNOWN
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,6 +244,10 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_verify(args)
         if args.command == "sync":
             return _cmd_sync(args)
+        if args.command == "search":
+            return cli_search.cmd_search(args)
+        if args.command == "mutate":
+            return cli_search.cmd_mutate(args, parse_bounds)
         raise UsageError(f"'{args.command}' is not yet available (planned in {_PLANNED_COMMANDS[args.command]})")
     except KernelError as err:
         print(err.render(), file=sys.stderr)
