@@ -23,8 +23,17 @@ from generate import chain_kernel
 from semantics.parser import parse
 from semantics.ir import ops
 from algorithm.registry import get_strategy
+import algorithm.threshold as threshold_mod
 program = parse(chain_kernel({blocks}))
 start = time.perf_counter()
+# Progress on stderr: one line per 1,000 ops planned (_site_facts runs once per op).
+_site_facts, seen = threshold_mod._site_facts, [0]
+def counted(*args):
+    seen[0] += 1
+    if seen[0] % 1000 == 0:
+        print(f"planned {{seen[0]}} ops in {{time.perf_counter() - start:.0f}} s", file=sys.stderr, flush=True)
+    return _site_facts(*args)
+threshold_mod._site_facts = counted
 result = get_strategy({strategy!r})(program)
 elapsed = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -37,7 +46,8 @@ print(json.dumps({{"ops": len(ops(program)), "seconds": round(elapsed, 2), "peak
 def run(strategy: str, ops: int) -> dict:
     blocks = max(1, round(ops / 4))  # about 4 ops per block
     code = _CHILD.format(bench=str(HERE), blocks=blocks, strategy=strategy)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=HERE.parent, check=True)
+    out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=HERE.parent,
+                         check=True)
     row = json.loads(out.stdout.strip().splitlines()[-1])
     row["strategy"] = strategy
     return row
