@@ -56,10 +56,15 @@ def _label_line(unrolled: Unrolled, label: Label) -> str:
 
 
 def result_text(result: CheckResult, strategy: str, filename: str) -> str:
+    if result.engine == "z3":  # one symbolic query covers every valuation; `states` counts queries
+        scope = (f"all {result.total_valuations} valuations covered symbolically" if result.complete
+                 else f"{result.total_valuations} valuations, not all covered")
+        explored = f"{scope}, {result.states} Z3 queries"
+    else:
+        explored = f"{result.valuations} of {result.total_valuations} valuations explored, {result.states} states"
     out = [
         f"{filename}: strategy {strategy}, engine {result.engine}, property {result.property}",
-        f"bounds: {bounds_text(result.bounds)} (inclusive; {result.valuations} of "
-        f"{result.total_valuations} valuations explored, {result.states} states)",
+        f"bounds: {bounds_text(result.bounds)} (inclusive; {explored})",
     ]
     witness = result.witness
     if result.verdict == Verdict.UNKNOWN:
@@ -80,7 +85,8 @@ def result_text(result: CheckResult, strategy: str, filename: str) -> str:
             out.append(f"(exploration incomplete: {result.reason}; a more severe verdict may exist)")
     if witness is not None and (not result.holds or result.verdict != Verdict.BISIMILAR):
         unrolled = witness.unrolled
-        out.append(f"shortest trace to the {witness.verdict.value} state "
+        shortest = "trace" if result.engine == "z3" else "shortest trace"  # z3 finds a trace, not the shortest
+        out.append(f"{shortest} to the {witness.verdict.value} state "
                    f"({len(witness.trace)} steps, {valuation_text(unrolled.valuation)}):")
         width = len(str(len(witness.trace) + 1))
         for n, label in enumerate(witness.trace, 1):
