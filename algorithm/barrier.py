@@ -100,7 +100,7 @@ def plan_barrier(program: Program) -> Plan:
             plan.entries.append(entry)
             continue
         facts = _site_facts(program, y)
-        targets = [s for s in all_sites.values() if s.op.engine == entry.engine]
+        targets = ctx.by_engine[entry.engine]
         names = ctx.names(targets)
         env = {p.name: Var(p.name) for p in program.params}
         for step in y.trail[:k]:

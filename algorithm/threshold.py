@@ -90,6 +90,7 @@ class _Context:
         self.prefix = PrefixCounts(program)
         self.order = {name: n for n, name in enumerate(self.sites)}
         self._names: dict = {}
+        self._tops: dict = {}
 
     def names(self, targets: list[Site]) -> frozenset:
         """The op names of a target list (one of `by_engine`'s lists), built once."""
@@ -97,6 +98,17 @@ class _Context:
         if hit is None or hit[0] is not targets:
             hit = self._names[id(targets)] = (targets, frozenset(t.op.name for t in targets))
         return hit[1]
+
+    def in_statement(self, targets: list[Site], top: int) -> list[Site]:
+        """The sites of a target list inside top-level statement `top` (indexed once
+        per list: scanning the list per op would make the work quadratic)."""
+        hit = self._tops.get(id(targets))
+        if hit is None or hit[0] is not targets:
+            index: dict[int, list[Site]] = {}
+            for site in targets:
+                index.setdefault(site.trail[0].index, []).append(site)
+            hit = self._tops[id(targets)] = (targets, index)
+        return hit[1].get(top, [])
 
     def producers(self, y: Site, engine: str):
         """(x, access pair) for ops x on `engine` that may conflict with y."""
@@ -181,9 +193,8 @@ def _count_before_y(ctx: "_Context", y: Site, targets: list[Site], facts: Facts)
     top = y.trail[0].index
     names = ctx.names(targets)
     total = ctx.prefix.before(top, names)
-    for x_site in targets:
-        if x_site.trail[0].index == top:
-            total = BinOp("+", total, _iters_count(ctx, y, x_site, facts))
+    for x_site in ctx.in_statement(targets, top):
+        total = BinOp("+", total, _iters_count(ctx, y, x_site, facts))
     return simplify(total)
 
 
