@@ -20,14 +20,14 @@ from semantics.ir import Program
 from semantics.parser import parse_file
 from semantics.printer import print_program
 
-from . import cli_search
+from . import cli_search, cli_timing
 from .explicit import InternalError, check
 from .report import result_json, result_text
 from .verdicts import PROPERTIES, CheckOptions, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
-_PLANNED_COMMANDS = {"simulate": "issue 6", "bench": "issue 6", "lean": "issue 7"}
+_PLANNED_COMMANDS = {"lean": "issue 7"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,6 +65,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     cli_search.add_parsers(sub)
+    cli_timing.add_parsers(sub)
 
     for name, issue in _PLANNED_COMMANDS.items():
         p = sub.add_parser(name, help=f"(not yet available: {issue})")
@@ -244,6 +245,10 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_verify(args)
         if args.command == "sync":
             return _cmd_sync(args)
+        if args.command == "simulate":
+            return cli_timing.cmd_simulate(args)
+        if args.command == "bench":
+            return cli_timing.cmd_bench(args)
         if args.command == "search":
             return cli_search.cmd_search(args)
         if args.command == "mutate":
