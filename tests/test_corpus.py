@@ -25,7 +25,7 @@ import pytest
 from verify.cli import main
 
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
-KERNELS = sorted(KERNELS_DIR.rglob("*.sync"))
+KERNELS = sorted(KERNELS_DIR.glob("*.sync")) + sorted((KERNELS_DIR / "bugs").glob("*.sync"))  # kernels/suite: the timing bench (tests/test_timing.py)
 VERDICTS = ("bisimilar", "unsound", "over-synchronized", "deadlock", "unknown")
 
 _EXPECT = re.compile(r"^\s*#\s*expect(?P<kind>(?:-[a-z]+)?)\s*:\s*(?P<value>.*?)\s*$")

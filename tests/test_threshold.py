@@ -50,7 +50,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 ROOT = TESTS_DIR.parent
 KERNELS_DIR = ROOT / "kernels"
 CASES_DIR = TESTS_DIR / "threshold_cases"
-CORPUS = sorted(KERNELS_DIR.rglob("*.sync"))
+CORPUS = sorted(KERNELS_DIR.glob("*.sync")) + sorted((KERNELS_DIR / "bugs").glob("*.sync"))  # kernels/suite: the timing bench (tests/test_timing.py)
 CASES = sorted(CASES_DIR.glob("*.sync"))
 ALL_KERNELS = CORPUS + CASES
 

@@ -42,7 +42,7 @@ from verify.verdicts import CheckResult, Verdict
 
 HI = 2  # parameters over 0..HI (the size bound of programs() assumes max_param=2)
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
-KERNELS = sorted(KERNELS_DIR.rglob("*.sync"))
+KERNELS = sorted(KERNELS_DIR.glob("*.sync")) + sorted((KERNELS_DIR / "bugs").glob("*.sync"))  # kernels/suite: the timing bench (tests/test_timing.py)
 
 
 # ------------------------------------------------------------------ 1. encoding agreement
