@@ -34,7 +34,7 @@ class Candidate:
 def _constraints(conds, u: str):
     """Split conditions on free index u into guidance: equalities, congruences (a
     negated congruence counts by its modulus only), bounds."""
-    equal, congruent, upper = [], [], []
+    equal, congruent, upper, excluded = [], [], [], []
     for c in conds:
         if isinstance(c, Not) and isinstance(c.operand, Compare):
             c = Compare("!=", c.operand.left, c.operand.right) if c.operand.op == "==" else c
@@ -42,6 +42,11 @@ def _constraints(conds, u: str):
             cong = _congruence(Compare("==", c.left, c.right), u)
             if cong is not None:
                 congruent.append((cong[0], None, None))  # excluded residue: fan out over the period
+                continue
+            point = _interval(Compare("==", c.left, c.right), u)
+            if point is not None and point[0] is not None and point[1] is not None \
+                    and simplify(BinOp("-", point[1], point[0])) == Const(1):
+                excluded.append(point[0])  # one excluded value (`j != i` of an else branch)
             continue
         if not isinstance(c, Compare) or not mentions(c, u):
             continue
@@ -56,7 +61,7 @@ def _constraints(conds, u: str):
         cong = _congruence(c, u)
         if cong is not None:
             congruent.append(cong)
-    return equal, congruent, upper
+    return equal, congruent, upper, excluded
 
 
 MAX_OPTIONS = 12
@@ -65,12 +70,16 @@ MAX_OPTIONS = 12
 def _latest(loop: For, u: str, hi, conds, env) -> list:
     """The latest indices u < hi suggested by the conditions, latest first (checked
     later): one value, or, for several congruences, one per residue of their period."""
-    equal, congruent, upper = _constraints(conds, u)
+    equal, congruent, upper, excluded = _constraints(conds, u)
     if equal:
         return [equal[0]]
     top = simplify(BinOp("-", hi, Const(1)))
     for bound in upper:
         top = simplify(Min(bound, top))
+    if excluded and not congruent:
+        # Each excluded value can push the latest allowed index one step down; the
+        # candidates' conditions and the proof pick the right one.
+        return [simplify(BinOp("-", top, Const(back))) for back in range(min(len(excluded), MAX_OPTIONS - 1) + 1)]
     if len(congruent) == 1 and congruent[0][2] is not None:
         m, _, residue = congruent[0]
         return [simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))]
