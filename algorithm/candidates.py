@@ -134,9 +134,12 @@ def _candidates(program: Program, x: Site, y: Site, pair) -> list[Candidate]:
                     hi = bounded[u]  # an earlier iteration than y's own (which is below hi)
                 placeholder = Var(f"{u}#free")
                 pending = _pending_conditions(x, n, env, placeholder, u, ax, ay)
-                for chosen in _latest(stmt, f"{u}#free", hi, pending, env):
-                    grown.append(({**env, u: chosen}, {**values, u: chosen},
-                                  conditions + [Compare("<=", lo, chosen), Compare("<", chosen, hi)]))
+                period = _hidden_period(x, n, ax, ay)
+                for latest in _latest(stmt, f"{u}#free", hi, pending, env):
+                    for back in range(period):
+                        chosen = latest if back == 0 else simplify(BinOp("-", latest, Const(back)))
+                        grown.append(({**env, u: chosen}, {**values, u: chosen},
+                                      conditions + [Compare("<=", lo, chosen), Compare("<", chosen, hi)]))
             partial = grown[:MAX_OPTIONS]
         for env, values, conditions in partial:
             conditions = conditions + [Compare("==", subst(ix, env), iy) for ix, iy in zip(ax.indices, ay.indices)]
@@ -151,6 +154,31 @@ def _step_depth(x: Site, bounded: dict) -> int:
         if isinstance(step.stmt, For) and step.stmt.var == var:
             return n
     raise AssertionError(var)
+
+
+def _hidden_period(x: Site, n: int, ax, ay) -> int:
+    """The period of a residue (`% p`, constant p) in an index equation that also
+    involves a loop below the one at trail step n. The outer index cannot see that
+    equation; the matching residue recurs within p outer iterations (the residues an
+    iteration covers shift by a fixed amount each time), so the latest p are tried."""
+    later = {s.stmt.var for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)}
+    period = 1
+    for ix, iy in zip(ax.indices, ay.indices):
+        if not any(mentions(ix, v) for v in later):
+            continue
+        for node in _subterms(ix) + _subterms(iy):
+            if isinstance(node, BinOp) and node.op == "%" and isinstance(node.right, Const) and node.right.value > 1:
+                period = period * node.right.value // _gcd(period, node.right.value)
+    return period if period <= MAX_OPTIONS else 1
+
+
+def _subterms(node) -> list:
+    out = [node]
+    for field in ("left", "right", "operand", "cond", "then", "else_"):
+        child = getattr(node, field, None)
+        if child is not None:
+            out += _subterms(child)
+    return out
 
 
 def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
