@@ -20,14 +20,14 @@ from semantics.ir import Program
 from semantics.parser import parse_file
 from semantics.printer import print_program
 
-from . import cli_search, cli_timing
+from . import cli_lean, cli_search, cli_timing
 from .explicit import InternalError, check
 from .report import result_json, result_text
 from .verdicts import PROPERTIES, CheckOptions, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
-_PLANNED_COMMANDS = {"lean": "issue 7"}
+_PLANNED_COMMANDS: dict[str, str] = {}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,6 +66,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     cli_search.add_parsers(sub)
     cli_timing.add_parsers(sub)
+    cli_lean.add_parsers(sub)
 
     for name, issue in _PLANNED_COMMANDS.items():
         p = sub.add_parser(name, help=f"(not yet available: {issue})")
@@ -253,6 +254,8 @@ def _main(argv: list[str] | None) -> int:
             return cli_search.cmd_search(args)
         if args.command == "mutate":
             return cli_search.cmd_mutate(args, parse_bounds)
+        if args.command == "lean":
+            return cli_lean.cmd_lean(args)
         raise UsageError(f"'{args.command}' is not yet available (planned in {_PLANNED_COMMANDS[args.command]})")
     except KernelError as err:
         print(err.render(), file=sys.stderr)

@@ -1,0 +1,255 @@
+"""Lean 4 text for the kernel IR: one printer function per construct.
+
+The output is a term of the types in `lean/Syncproof/Syntax.lean` (which mirrors
+`semantics/ir.py`), written with plain core syntax only: constructor applications in
+dot notation (`.add (.var "i") (.const 1)`), structure instances for ops, anonymous
+constructors for accesses and waits, and `block [...]` for statement lists.
+
+    >>> from semantics.ir import BinOp, Const, Var
+    >>> lean_expr(BinOp("%", Var("i"), Const(2)))
+    '.fmod (.var "i") (.const 2)'
+"""
+
+from __future__ import annotations
+
+import re
+
+from semantics.ir import (
+    Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
+    Op, Or, Program, Stmt, Var, Wait,
+)
+
+INDENT = "  "
+
+# Lean 4 keywords and reserved words a derived identifier must not be (they are
+# escaped with «guillemets»). Kept generous: escaping a non-keyword is harmless.
+LEAN_KEYWORDS = frozenset("""
+    abbrev at axiom by calc class deriving do else end example export extends for from fun
+    have if import in inductive infix infixl infixr instance let local macro match mutual
+    namespace noncomputable notation open opaque partial prefix private protected rec return
+    section set_option show structure suffices syntax termination_by then theorem this try
+    universe unless variable where with Prop Sort Type sorry decreasing_by nomatch nofun
+    omit include postfix private public scoped unsafe elab def
+""".split())
+
+_BINOPS = {"+": "add", "-": "sub", "*": "mul", "//": "fdiv", "%": "fmod"}
+_COMPARE = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+
+
+# ------------------------------------------------------------------ names
+
+
+def lean_string(text: str) -> str:
+    """A Lean string literal.
+
+    >>> lean_string('a"b')
+    '"a\\\\"b"'
+    """
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _words(name: str) -> list[str]:
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
+    return words or ["kernel"]
+
+
+def camel_name(name: str) -> str:
+    """A lowerCamelCase Lean identifier for a kernel name (the program's definition).
+
+    >>> camel_name("pipeline_db"), camel_name("2d_tile"), camel_name("def")
+    ('pipelineDb', 'k2dTile', '«def»')
+    """
+    words = _words(name)
+    ident = words[0][0].lower() + words[0][1:] + "".join(w[0].upper() + w[1:] for w in words[1:])
+    if ident[0].isdigit():
+        ident = "k" + ident[0].upper() + ident[1:]
+    return f"«{ident}»" if ident in LEAN_KEYWORDS else ident
+
+
+def module_name(name: str) -> str:
+    """An UpperCamelCase module name (`Kernels/<Name>.lean`); never a keyword.
+
+    >>> module_name("pipeline_db"), module_name("type")
+    ('PipelineDb', 'TypeKernel')
+    """
+    ident = "".join(w[0].upper() + w[1:] for w in _words(name))
+    if ident[0].isdigit():
+        ident = "K" + ident
+    return ident + "Kernel" if ident in LEAN_KEYWORDS else ident
+
+
+def base_name(name: str) -> str:
+    """The unescaped camel name, a prefix for derived names such as `pipelineDb_bisim`."""
+    return camel_name(name).strip("«»")
+
+
+# ------------------------------------------------------------ expressions
+
+
+def _atom(node) -> str:
+    """An argument position: parenthesize anything but a bare literal."""
+    text = lean_expr(node)
+    return text if text.startswith('"') else f"({text})"
+
+
+def lean_const(node: Const) -> str:
+    return f".const {node.value}" if node.value >= 0 else f".const ({node.value})"
+
+
+def lean_var(node: Var) -> str:
+    return f".var {lean_string(node.name)}"
+
+
+def lean_iters(node: Iters) -> str:
+    return f".iters {lean_string(node.var)}"
+
+
+def lean_binop(node: BinOp) -> str:
+    return f".{_BINOPS[node.op]} {_atom(node.left)} {_atom(node.right)}"
+
+
+def lean_neg(node: Neg) -> str:
+    return f".neg {_atom(node.operand)}"
+
+
+def lean_min(node: Min) -> str:
+    return f".min {_atom(node.left)} {_atom(node.right)}"
+
+
+def lean_max(node: Max) -> str:
+    return f".max {_atom(node.left)} {_atom(node.right)}"
+
+
+def lean_ifexpr(node: IfExpr) -> str:
+    return f".ite {_atom(node.cond)} {_atom(node.then)} {_atom(node.else_)}"
+
+
+def lean_compare(node: Compare) -> str:
+    return f".cmp .{_COMPARE[node.op]} {_atom(node.left)} {_atom(node.right)}"
+
+
+def lean_and(node: And) -> str:
+    return f".and {_atom(node.left)} {_atom(node.right)}"
+
+
+def lean_or(node: Or) -> str:
+    return f".or {_atom(node.left)} {_atom(node.right)}"
+
+
+def lean_not(node: Not) -> str:
+    return f".not {_atom(node.operand)}"
+
+
+_EXPR_PRINTERS = {
+    Const: lean_const, Var: lean_var, Iters: lean_iters, BinOp: lean_binop, Neg: lean_neg,
+    Min: lean_min, Max: lean_max, IfExpr: lean_ifexpr, Compare: lean_compare, And: lean_and,
+    Or: lean_or, Not: lean_not,
+}
+
+
+def lean_expr(node) -> str:
+    """An `Expr` term (conditions included: they are `Expr` constructors in Lean)."""
+    printer = _EXPR_PRINTERS.get(type(node))
+    if printer is None:
+        raise TypeError(f"not an expression: {node!r}")
+    return printer(node)
+
+
+# ------------------------------------------------------------- statements
+
+
+def lean_list(items: list[str]) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def lean_access(node: Access) -> str:
+    """An `Access` as an anonymous constructor: ⟨buffer, indices⟩."""
+    return f"⟨{lean_string(node.buffer)}, {lean_list([lean_expr(i) for i in node.indices])}⟩"
+
+
+def lean_wait(node: Wait) -> str:
+    """A `Wait` as an anonymous constructor: ⟨engine, threshold⟩."""
+    return f"⟨{lean_string(node.engine)}, {lean_expr(node.threshold)}⟩"
+
+
+def lean_op(node: Op) -> str:
+    """An `Op` structure instance; fields at their default value are left out."""
+    fields = [f"engine := {lean_string(node.engine)}", f"name := {lean_string(node.name)}"]
+    if node.reads:
+        fields.append(f"reads := {lean_list([lean_access(a) for a in node.reads])}")
+    if node.writes:
+        fields.append(f"writes := {lean_list([lean_access(a) for a in node.writes])}")
+    if node.lat != 1:
+        fields.append(f"lat := {node.lat}")
+    if node.waits:
+        fields.append(f"waits := {lean_list([lean_wait(w) for w in node.waits])}")
+    return ".op { " + ", ".join(fields) + " }"
+
+
+def lean_barrier(node: Barrier) -> str:
+    return ".barrier"
+
+
+def lean_for(node: For, depth: int) -> str:
+    return (f".loop {lean_string(node.var)} {_atom(node.lo)} {_atom(node.hi)}\n"
+            f"{INDENT * (depth + 1)}{lean_block(node.body, depth + 1)}")
+
+
+def lean_if(node: If, depth: int) -> str:
+    pad = INDENT * (depth + 1)
+    return (f".cond {_atom(node.cond)}\n{pad}{lean_block(node.then, depth + 1)}\n"
+            f"{pad}{lean_block(node.else_, depth + 1)}")
+
+
+def lean_stmt(node: Stmt, depth: int = 0) -> str:
+    """A `Stmt` term; nested blocks are indented one level deeper than `depth`."""
+    match node:
+        case Op():
+            return lean_op(node)
+        case For():
+            return lean_for(node, depth)
+        case If():
+            return lean_if(node, depth)
+        case Barrier():
+            return lean_barrier(node)
+    raise TypeError(f"not a statement: {node!r}")
+
+
+def lean_block(body: tuple[Stmt, ...], depth: int = 0) -> str:
+    """`block [...]` with one statement per line; `(block [])` when empty.
+
+    >>> lean_block(())
+    '(block [])'
+    """
+    if not body:
+        return "(block [])"
+    pad = INDENT * (depth + 1)
+    items = ",\n".join(pad + lean_stmt(s, depth + 1) for s in body)
+    return f"(block [\n{items}\n{INDENT * depth}])"
+
+
+def lean_program(program: Program, name: str, ident: str) -> str:
+    """`def <ident> : Program := { ... }`."""
+    lines = [
+        f"def {ident} : Program :=",
+        f"  {{ name := {lean_string(name)},",
+        f"    engines := {lean_list([lean_string(e) for e in program.engines])},",
+        f"    params := {lean_list([lean_string(p.name) for p in program.params])},",
+        f"    body := {lean_block(program.body, 2)} }}",
+    ]
+    return "\n".join(lines)
+
+
+def lean_valuation(valuation) -> str:
+    """A `Valuation` literal from (name, value) pairs.
+
+    >>> lean_valuation([("N", 2), ("D", 0)])
+    '[("N", 2), ("D", 0)]'
+    """
+    return lean_list([f"({lean_string(k)}, {v})" for k, v in valuation])
+
+
+def valuation_suffix(valuation) -> str:
+    """A name suffix for a bounded instance: `N2_D0` (or `unit` without parameters)."""
+    return "_".join(f"{re.sub(r'[^A-Za-z0-9]', '', k) or 'p'}{v}" for k, v in valuation) or "unit"

@@ -1,0 +1,4 @@
+import Syncproof.Syntax
+import Syncproof.Semantics
+import Syncproof.Bisim
+import Syncproof.Check

@@ -1,0 +1,86 @@
+/-
+Syncproof.Syntax: the kernel language as Lean data.
+Mirrors `semantics/ir.py` (DESIGN.md section 5). Fixed text, shipped with the Python
+package and copied into every export; only `Kernels/*.lean` is generated.
+
+Two deliberate differences from the Python IR, both to keep every function
+structurally recursive on a single (non-nested, non-mutual) inductive type, which
+plain core Lean 4 accepts without termination proofs:
+* conditions (`Compare`, `And`, `Or`, `Not`) are constructors of `Expr`; a condition
+  evaluates to 1 (true) or 0 (false). The exporter puts them only where Python has a
+  `Cond`, so the two readings coincide.
+* a statement list is the binary tree `Stmt.seq`/`Stmt.skip`; `block [s1, s2]` builds
+  it from a list, so a program term still reads like the kernel file.
+-/
+namespace Syncproof
+
+/-- Comparison operators of conditions (`Compare.op` in `semantics/ir.py`). -/
+inductive CmpOp where
+  | eq | ne | lt | le | gt | ge
+  deriving Repr, DecidableEq
+
+/-- Integer expressions and conditions (`Expr` and `Cond` in `semantics/ir.py`). -/
+inductive Expr where
+  | const (value : Int)
+  | var (name : String)              -- a parameter or an enclosing loop variable
+  | iters (loopVar : String)         -- tracked iteration count (wait thresholds only)
+  | add (a b : Expr)
+  | sub (a b : Expr)
+  | mul (a b : Expr)
+  | fdiv (a b : Expr)                -- Python `//` (floor division)
+  | fmod (a b : Expr)                -- Python `%` (floor modulo)
+  | neg (a : Expr)
+  | min (a b : Expr)
+  | max (a b : Expr)
+  | ite (c a b : Expr)               -- `if c then a else b`
+  | cmp (op : CmpOp) (a b : Expr)    -- conditions from here on: value 1 or 0
+  | and (a b : Expr)
+  | or (a b : Expr)
+  | not (a : Expr)
+
+/-- `buffer[i1, i2, ...]` (`Access` in `semantics/ir.py`). -/
+structure Access where
+  buffer : String
+  indices : List Expr
+
+/-- `wait ENGINE >= threshold` (`Wait` in `semantics/ir.py`). -/
+structure Wait where
+  engine : String
+  threshold : Expr
+
+/-- One op line (`Op` in `semantics/ir.py`). Latency is kept for completeness; the
+untimed semantics does not use it. -/
+structure Op where
+  engine : String
+  name : String
+  reads : List Access := []
+  writes : List Access := []
+  lat : Nat := 1
+  waits : List Wait := []
+
+/-- Statements (`Stmt` in `semantics/ir.py`): `loop` is `for v in lo..hi { body }`,
+`cond` is `if c { t } else { e }`. -/
+inductive Stmt where
+  | op (o : Op)
+  | loop (loopVar : String) (lo hi : Expr) (body : Stmt)
+  | cond (c : Expr) (thenBody elseBody : Stmt)
+  | barrier
+  | skip
+  | seq (first rest : Stmt)
+
+/-- A statement list, in order. -/
+def block : List Stmt → Stmt
+  | [] => Stmt.skip
+  | s :: rest => Stmt.seq s (block rest)
+
+/-- A kernel (`Program` in `semantics/ir.py`); parameter defaults are not needed here. -/
+structure Program where
+  name : String
+  engines : List String
+  params : List String
+  body : Stmt
+
+/-- A parameter valuation: parameters are non-negative integers. -/
+abbrev Valuation := List (String × Nat)
+
+end Syncproof
