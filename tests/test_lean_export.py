@@ -404,3 +404,56 @@ def test_lake_build(tmp_path):
     warnings = [line for line in log.splitlines() if "warning" in line.lower()]
     unexpected = [w for w in warnings if "declaration uses 'sorry'" not in w and "unused variable" not in w]
     assert not unexpected, log
+
+
+# ------------------------------------------- the claims, replayed on the Lean text
+
+
+@pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])
+def test_native_decide_claims_hold_in_the_lean_definitions(path):
+    """Every `check p v = true/false := by native_decide` the export emits is what the
+    Lean checker computes, replayed by tests/lean_mirror.py (a transliteration of the
+    Lean library's executable definitions)."""
+    from lean_export.export import plan_instances
+
+    from . import lean_mirror
+
+    program = parse_file(str(path))
+    plan = plan_instances(program, 2)
+    for valuation in plan.proved:
+        assert lean_mirror.check(program, list(valuation)), f"{path.name}: {valuation} claimed true"
+    if plan.failing is not None and plan.failing_small:
+        assert not lean_mirror.check(program, list(plan.failing)), f"{path.name}: {plan.failing} claimed false"
+
+
+def _python_verdict_bisimilar(program, values) -> bool | None:
+    from semantics.errors import EvalError
+    from semantics.sequential import unroll
+    from verify.explicit import explore
+    from verify.verdicts import Verdict
+
+    try:
+        unrolled = unroll(program, values)
+    except EvalError:
+        return None
+    return explore(unrolled).verdict == Verdict.BISIMILAR
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from verify.strategies import programs, valuations  # noqa: E402
+
+
+@settings(max_examples=40)
+@given(st.one_of(programs(synced=True), programs(synced=True, engines=(2, 3))), st.data())
+def test_lean_checker_agrees_with_the_explicit_engine(program, data):
+    """The Lean checker's definitions (through tests/lean_mirror.py) give the same
+    answer as verify/explicit.py on random synchronized programs (barriers included)."""
+    from . import lean_mirror
+
+    values = data.draw(valuations(program, 2))
+    expected = _python_verdict_bisimilar(program, values)
+    valuation = [(p.name, values[p.name]) for p in program.params]
+    got = lean_mirror.check(program, valuation)
+    assert got == bool(expected), f"{valuation}: python says {expected}, Lean definitions say {got}"

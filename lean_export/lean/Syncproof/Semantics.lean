@@ -166,7 +166,8 @@ def addInst (p : Program) (o : Op) (st : UState) : UState :=
     streams := (List.range st.streams.length).map (fun k =>
       if k = e then nthD st.streams k [] ++ [Item.inst n] else nthD st.streams k []),
     locals := bump st.locals e,
-    ok := st.ok && okA && decide (e < p.engines.length) && ws.all (fun w => w.2.2) }
+    ok := st.ok && okA && decide (e < p.engines.length) &&
+      ws.all (fun w => w.2.2 && decide (w.1 < p.engines.length)) }
 
 def bumpIters (counts : List (String × Nat)) (x : String) : List (String × Nat) :=
   (x, (match lookup? counts x with | some k => k | none => 0) + 1) :: counts
@@ -185,7 +186,7 @@ def unrollStmt (p : Program) : Stmt → UState → UState
     | some a, some b =>
       -- loop bounds must be non-negative (an EvalError in Python)
       let st0 := if a < 0 ∨ b < 0 then { st with ok := false } else st
-      (List.range (b - a).toNat).foldl (fun s k =>
+      (List.range (b - a).toNat).foldl (fun (s : UState) (k : Nat) =>
         let v := a + Int.ofNat k
         let s1 := { s with env := (x, v) :: s.env, loopEnv := (x, v) :: s.loopEnv,
                            iters := bumpIters s.iters x }
@@ -219,7 +220,7 @@ def dependsOn (u : Unrolled) (y x : Nat) : Bool :=
 
 /-- T_min(y, F) = 1 + local index of the last F-instance y depends on (0: none). -/
 def tmin (u : Unrolled) (y f : Nat) : Nat :=
-  (List.range y).foldl (fun acc x =>
+  (List.range y).foldl (fun (acc : Nat) (x : Nat) =>
     match nth? u.insts x with
     | some ix => if ix.engine = f ∧ dependsOn u y x then (if acc < ix.localIdx + 1 then ix.localIdx + 1 else acc) else acc
     | none => acc) 0
@@ -304,7 +305,7 @@ def refStepFn (u : Unrolled) (s : List Nat) (l : Label) : List Nat := bump s (en
 /-- Instances of a stream completed since the last barrier before position `pos`:
 the counter C[E] when engine E stands at `pos`. -/
 def since (stream : List Item) (pos : Nat) : Nat :=
-  (stream.take pos).foldl (fun c it => match it with | .barrier => 0 | .inst _ => c + 1) 0
+  (stream.take pos).foldl (fun (c : Nat) (it : Item) => match it with | .barrier => 0 | .inst _ => c + 1) 0
 
 def counterValue (u : Unrolled) (s : List Nat) (f : Nat) : Nat :=
   since (nthD u.streams f []) (nthD s f 0 / 2)

@@ -45,7 +45,7 @@ imposes. The effective threshold of `y` on `F` is the largest of its waits on `F
 (0 when none: a threshold ≤ 0 always holds). -/
 
 def effectiveWait (u : Unrolled) (y f : Nat) : Int :=
-  (instWaits u y).foldl (fun acc w => if w.1 = f ∧ acc < w.2 then w.2 else acc) 0
+  (instWaits u y).foldl (fun (acc : Int) (w : Nat × Int) => if w.1 = f ∧ acc < w.2 then w.2 else acc) 0
 
 /-- Every instance waits on every engine for exactly T_min. -/
 def ExactThresholds (u : Unrolled) : Prop :=

@@ -31,7 +31,7 @@ def explore (u : Unrolled) (need : List (List Nat)) : Nat → List PState → Li
   | fuel + 1, st :: queue, visited =>
     if !stateOk u need st then false
     else
-      let (queue', visited') := (ctrEnabled u st.2).foldl (fun acc l =>
+      let (queue', visited') := (ctrEnabled u st.2).foldl (fun (acc : List PState × List PState) (l : Label) =>
         let next : PState := (refStepFn u st.1 l, ctrStepFn u st.2 l)
         if seen acc.2 next then acc else (acc.1 ++ [next], next :: acc.2)) (queue, visited)
       explore u need fuel queue' visited'
@@ -40,7 +40,7 @@ def explore (u : Unrolled) (need : List (List Nat)) : Nat → List PState → Li
 the counter's positions without barriers), and each engine has at most
 2 * (stream length) + 1 states. -/
 def fuelFor (u : Unrolled) : Nat :=
-  u.streams.foldl (fun acc s => acc * (2 * s.length + 1)) 1 + 1
+  u.streams.foldl (fun (acc : Nat) (s : List Item) => acc * (2 * s.length + 1)) 1 + 1
 
 /-- The bounded check for one valuation: `true` when the valuation is valid and the two
 machines enable the same labels in every reachable state. -/
