@@ -29,7 +29,7 @@ from .printer import base_name, camel_name, lean_program, lean_valuation, module
 LEAN_TOOLCHAIN = "leanprover/lean4:v4.9.0"
 LIBRARY_MODULES = ("Syntax", "Semantics", "Bisim", "Check")
 MAX_INSTANCES = 4  # bounded instances per kernel
-MAX_INSTANCE_STATES = 4000  # keep `native_decide` fast: the Lean checker is quadratic
+MAX_INSTANCE_STATES = 2000  # keep `native_decide` fast: the Lean checker is quadratic, and interpreted
 MAX_STATES = 200_000  # per valuation, for the Python exploration behind the claims
 TRACE_SHOWN = 16  # labels of a counterexample trace shown in a comment
 

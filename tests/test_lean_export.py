@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import lean_export.printer as printer
+from algorithm.registry import get_strategy
 from lean_export.export import LIBRARY_MODULES, export_files
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or,
@@ -44,8 +45,13 @@ kernel tiny_pipe
 engines LD PE
 param N
 for i in 0..N {
-  LD load writes a[i % 2]
-  PE mm   reads a[i % 2] writes acc
+  for j in 0..i + 1 {
+    LD load writes a[j % 2]
+    PE mm   reads a[j % 2] writes acc
+  }
+}
+if N > 1 {
+  LD tail reads acc
 }
 """
 
@@ -97,7 +103,15 @@ def test_golden_threshold_export(tmp_path):
     own, _ = _split(export_files(parse(THRESHOLD_KERNEL), source.name, "threshold", 2))
     _compare(GOLDEN / "threshold_tiny_pipe", own)
     text = own["Kernels/TinyPipe.lean"]
-    assert "waits := [" in text and "theorem tinyPipe_bisim :" in text
+    assert "waits := [" in text and ".iters" in text and "theorem tinyPipe_bisim :" in text
+    from lean_export.export import plan_instances
+
+    from . import lean_mirror
+
+    synced = get_strategy("threshold")(parse(THRESHOLD_KERNEL)).program
+    plan = plan_instances(synced, 2)
+    assert plan.proved and plan.failing is None
+    assert all(lean_mirror.check(synced, list(v)) for v in plan.proved)
 
 
 def test_export_is_deterministic():

@@ -16,9 +16,17 @@ def tinyPipe : Program :=
     body := (block [
       .loop "i" (.const 0) (.var "N")
         (block [
-          .op { engine := "LD", name := "load", writes := [⟨"a", [.fmod (.var "i") (.const 2)]⟩], waits := [⟨"PE", .sub (.var "i") (.const 1)⟩] },
-          .op { engine := "PE", name := "mm", reads := [⟨"a", [.fmod (.var "i") (.const 2)]⟩], writes := [⟨"acc", []⟩], waits := [⟨"LD", .add (.var "i") (.const 1)⟩] }
+          .loop "j" (.const 0) (.add (.var "i") (.const 1))
+            (block [
+              .op { engine := "LD", name := "load", writes := [⟨"a", [.fmod (.var "j") (.const 2)]⟩], waits := [⟨"PE", .ite (.cmp .ge (.var "j") (.const 2)) (.sub (.iters "j") (.const 2)) (.sub (.sub (.sub (.iters "j") (.var "j")) (.fmod (.sub (.sub (.var "i") (.fmod (.var "j") (.const 2))) (.const 1)) (.const 2))) (.const 1))⟩] },
+              .op { engine := "PE", name := "mm", reads := [⟨"a", [.fmod (.var "j") (.const 2)]⟩], writes := [⟨"acc", []⟩], waits := [⟨"LD", .iters "j"⟩] }
+            ])
+        ]),
+      .cond (.cmp .gt (.var "N") (.const 1))
+        (block [
+          .op { engine := "LD", name := "tail", reads := [⟨"acc", []⟩], waits := [⟨"PE", .fdiv (.add (.mul (.var "N") (.var "N")) (.var "N")) (.const 2)⟩] }
         ])
+        (block [])
     ]) }
 
 /-- For every parameter valuation the kernel is defined for, the counter semantics
