@@ -158,9 +158,11 @@ package syncproof where
 
 @[default_target]
 lean_lib Syncproof where
+  roots := #[`Syncproof]
 
 @[default_target]
 lean_lib Kernels where
+  roots := #[`Kernels]
 """
 
 

@@ -6,6 +6,8 @@ package syncproof where
 
 @[default_target]
 lean_lib Syncproof where
+  roots := #[`Syncproof]
 
 @[default_target]
 lean_lib Kernels where
+  roots := #[`Kernels]
