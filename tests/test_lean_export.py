@@ -22,6 +22,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lean_export.printer as printer
 from algorithm.registry import get_strategy
@@ -32,6 +34,7 @@ from semantics.ir import (
 )
 from semantics.parser import parse, parse_file
 from verify.cli import main
+from verify.strategies import programs, valuations
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = sorted((ROOT / "kernels").glob("*.sync")) + sorted((ROOT / "kernels" / "bugs").glob("*.sync"))
@@ -451,12 +454,6 @@ def _python_verdict_bisimilar(program, values) -> bool | None:
     except EvalError:
         return None
     return explore(unrolled).verdict == Verdict.BISIMILAR
-
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from verify.strategies import programs, valuations  # noqa: E402
 
 
 @settings(max_examples=40)
