@@ -2,9 +2,10 @@
 copied byte for byte), a generated `Kernels/<Name>.lean` and the small root files.
 
 Every bounded instance the kernel file claims (`check p v = true := by native_decide`)
-is one the Python explicit checker (verify/explicit.py) found bisimilar, and every
-`check p v = false` is one it found failing: the export never states what syncproof
-itself does not believe. The all-valuations theorem is a marked `sorry`, or, for a
+is one the Python explicit checker found bisimilar, and every `check p v = false` is
+one it found failing: the export never states what syncproof itself does not believe.
+Deciding that is the caller's job (`planner`, e.g. verify/lean_plan.py): lean_export
+imports only semantics and algorithm (DESIGN.md section 1). The all-valuations theorem is a marked `sorry`, or, for a
 kernel with a counterexample, only a `def` of the statement (no false theorem).
 """
 
@@ -17,12 +18,8 @@ from pathlib import Path
 import attrs
 
 from algorithm.registry import get_strategy
-from semantics.errors import EvalError, UsageError
+from semantics.errors import UsageError
 from semantics.ir import Program
-from semantics.machines import describe_label
-from semantics.sequential import UnrollLimit, unroll, valuation_text
-from verify.explicit import explore, valuations
-from verify.verdicts import CheckOptions, Verdict
 
 from .printer import base_name, camel_name, lean_program, lean_valuation, module_name, valuation_suffix
 
@@ -44,37 +41,6 @@ class Plan:
     failure_lines: tuple[str, ...]  # the counterexample in words
     unknown: tuple[str, ...]  # valuations the Python checker could not decide
     bounds_text: str
-
-
-def plan_instances(program: Program, max_param: int) -> Plan:
-    bounds = tuple((p.name, 0, max_param) for p in program.params)
-    options = CheckOptions(max_states=MAX_STATES)
-    bisimilar, unknown = [], []
-    failing, failure_lines, failing_small = None, (), False
-    for values in valuations(bounds):
-        valuation = tuple((p.name, values[p.name]) for p in program.params)
-        try:
-            unrolled = unroll(program, values, limit=MAX_STATES)
-        except (EvalError, UnrollLimit):
-            continue  # not a valid valuation for this kernel (or too large): no claim
-        result = explore(unrolled, options)
-        if result.verdict == Verdict.BISIMILAR:
-            if result.states <= MAX_INSTANCE_STATES:
-                bisimilar.append(valuation)
-        elif result.verdict == Verdict.UNKNOWN:
-            unknown.append(valuation_text(valuation))
-        elif failing is None:
-            failing, failing_small = valuation, result.states <= MAX_INSTANCE_STATES
-            witness = result.witness
-            trace = [describe_label(unrolled, label) for label in witness.trace]
-            shown = trace[:TRACE_SHOWN] + (["..."] if len(trace) > TRACE_SHOWN else [])
-            failure_lines = (f"verdict {result.verdict.value} at {valuation_text(valuation)}",
-                             f"trace: {'; '.join(shown) or '(empty)'}", *witness.explanation)
-            failure_lines = tuple(_comment_safe(line) for line in failure_lines)
-    # The largest qualifying valuations say the most; keep their order stable.
-    proved = tuple(bisimilar[-MAX_INSTANCES:])
-    text = ", ".join(f"{name} in 0..{max_param}" for name, _, _ in bounds) or "no parameters"
-    return Plan(proved, failing, failing_small, tuple(failure_lines), tuple(unknown), text)
 
 
 def _comment_safe(text: str) -> str:
@@ -171,14 +137,15 @@ def library_text(module: str) -> str:
 
 
 def export_files(program: Program, source_name: str, strategy: str = "threshold",
-                 max_param: int = 2) -> dict[str, str]:
-    """Every file of the project, by relative path (deterministic: no dates, no paths)."""
+                 max_param: int = 2, *, planner) -> dict[str, str]:
+    """Every file of the project, by relative path (deterministic: no dates, no paths).
+    `planner(synced_program, max_param) -> Plan` decides the bounded claims."""
     if max_param < 0:
         raise UsageError("--max-param must be non-negative")
     synced = get_strategy(strategy)(program).program
     name = program.name or Path(source_name).stem
     module = module_name(name)
-    plan = plan_instances(synced, max_param)
+    plan = planner(synced, max_param)
     files = {
         "lean-toolchain": LEAN_TOOLCHAIN + "\n",
         "lakefile.lean": LAKEFILE,

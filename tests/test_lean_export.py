@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import lean_export.printer as printer
 from algorithm.registry import get_strategy
 from lean_export.export import LIBRARY_MODULES, export_files
+from verify.lean_plan import plan_instances
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or,
     Program, Var, Wait,
@@ -60,7 +61,7 @@ if N > 1 {
 
 
 def _export(path: Path, strategy: str = "manual") -> dict[str, str]:
-    return export_files(parse_file(str(path)), path.name, strategy, 2)
+    return export_files(parse_file(str(path)), path.name, strategy, 2, planner=plan_instances)
 
 
 def _golden_cases():
@@ -103,12 +104,10 @@ def test_golden_export(case, path):
 def test_golden_threshold_export(tmp_path):
     source = tmp_path / "tiny_pipe.sync"
     source.write_text(THRESHOLD_KERNEL)
-    own, _ = _split(export_files(parse(THRESHOLD_KERNEL), source.name, "threshold", 2))
+    own, _ = _split(export_files(parse(THRESHOLD_KERNEL), source.name, "threshold", 2, planner=plan_instances))
     _compare(GOLDEN / "threshold_tiny_pipe", own)
     text = own["Kernels/TinyPipe.lean"]
     assert "waits := [" in text and ".iters" in text and "theorem tinyPipe_bisim :" in text
-    from lean_export.export import plan_instances
-
     from . import lean_mirror
 
     synced = get_strategy("threshold")(parse(THRESHOLD_KERNEL)).program
@@ -431,8 +430,6 @@ def test_native_decide_claims_hold_in_the_lean_definitions(path):
     """Every `check p v = true/false := by native_decide` the export emits is what the
     Lean checker computes, replayed by tests/lean_mirror.py (a transliteration of the
     Lean library's executable definitions)."""
-    from lean_export.export import plan_instances
-
     from . import lean_mirror
 
     program = parse_file(str(path))

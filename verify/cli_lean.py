@@ -23,10 +23,12 @@ def add_parsers(sub) -> None:
 def cmd_lean(args) -> int:
     from lean_export.export import export_files, write_project
 
+    from .lean_plan import plan_instances
+
     if args.max_param < 0:
         raise UsageError("--max-param must be non-negative")
     program = parse_file(args.file)
-    files = export_files(program, args.file, args.strategy, args.max_param)
+    files = export_files(program, args.file, args.strategy, args.max_param, planner=plan_instances)
     write_project(files, args.output)
     kernel = next(path for path in files if path.startswith("Kernels/"))
     print(f"lean: wrote {len(files)} files to {args.output} (kernel module {kernel}); "
