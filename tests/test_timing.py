@@ -155,3 +155,14 @@ def test_simulate_json_and_perfetto_trace(tmp_path, capsys):
     assert names == {"LD", "PE", "ST"}
     assert any(e.get("cat") == "barrier" for e in events)
     assert all(e["dur"] > 0 for e in events if e["ph"] == "X")
+
+
+def test_simulate_reports_a_deadlock_and_a_runaway_size_without_a_traceback(tmp_path, capsys):
+    code = main(["simulate", str(ROOT / "kernels" / "bugs" / "cyclic_wait_deadlock.sync"), "--strategy", "manual"])
+    err = capsys.readouterr().err
+    assert code == 1 and "deadlocks at cycle" in err and "Traceback" not in err
+    big = tmp_path / "big.sync"
+    big.write_text("engines A B\nparam N\nfor i in 0..N {\n  A a writes x\n  B b reads x\n}\n")
+    code = main(["simulate", str(big), "--param", "N=100000000"])
+    err = capsys.readouterr().err
+    assert code == 2 and "give smaller --param values" in err

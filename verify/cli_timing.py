@@ -11,8 +11,8 @@ from pathlib import Path
 from semantics.errors import UsageError
 from semantics.ir import Program
 from semantics.parser import parse_file
-from semantics.sequential import unroll
-from .timing import Profile, Timeline, load_profile, simulate
+from semantics.sequential import UnrollLimit, unroll
+from .timing import Deadlock, Profile, Timeline, load_profile, simulate
 
 SUITE = Path(__file__).resolve().parent.parent / "kernels" / "suite"
 BENCH_STRATEGIES = ("oracle", "threshold", "barrier")
@@ -54,14 +54,25 @@ def valuation(program: Program, specs: list[str]) -> dict[str, int]:
     return values
 
 
+MAX_INSTANCES = 2_000_000  # per timed run: beyond this, memory and time run away
+
+
+def _unroll(program: Program, values: dict):
+    try:
+        return unroll(program, values, limit=MAX_INSTANCES)
+    except UnrollLimit:
+        raise UsageError(f"the run has more than {MAX_INSTANCES:,} instances at "
+                         f"{', '.join(f'{k}={v}' for k, v in values.items())}: give smaller --param values") from None
+
+
 def run(program: Program, strategy: str, values: dict, profile: Profile) -> Timeline:
     """Sync with `strategy` (or take the oracle) and simulate at `values`."""
     from algorithm.registry import get_strategy
 
     if strategy == "oracle":
-        return simulate(unroll(program, values), profile, oracle=True)
+        return simulate(_unroll(program, values), profile, oracle=True)
     synced = get_strategy(strategy)(program).program
-    return simulate(unroll(synced, values), profile)
+    return simulate(_unroll(synced, values), profile)
 
 
 def trace_events(program: Program, timeline: Timeline, profile: Profile, strategy: str) -> dict:
@@ -83,7 +94,11 @@ def cmd_simulate(args) -> int:
     program = parse_file(args.file)
     profile = load_profile(args.profile)
     values = valuation(program, args.param)
-    timeline = run(program, args.strategy, values, profile)
+    try:
+        timeline = run(program, args.strategy, values, profile)
+    except Deadlock as err:
+        print(f"syncproof: simulate: {err}", file=sys.stderr)
+        return 1
     if args.trace:
         try:
             Path(args.trace).write_text(json.dumps(trace_events(program, timeline, profile, args.strategy)))

@@ -32,11 +32,16 @@ from pathlib import Path
 
 import attrs
 
+from semantics.errors import SyncproofError
 from semantics.ir import BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Op, Program, Var, walk_stmts
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+
+
+class Deadlock(SyncproofError):
+    """The timed run cannot finish: the synchronized program deadlocks."""
 
 
 @attrs.frozen
@@ -227,7 +232,10 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
         if machine.final(state):
             break
         if not completions:
-            raise RuntimeError("the timed run is stuck: the program deadlocks (verify it first)")
+            stuck = [unrolled.program.engines[e] for e in range(engines) if not machine.final(state)
+                     and position(state, e) < len(machine.streams[e])]
+            raise Deadlock(f"the program deadlocks at cycle {now:.0f}: {', '.join(stuck)} cannot go on "
+                           f"(`syncproof verify` shows why)")
         now, y, e = heapq.heappop(completions)
         if y < 0:
             continue  # a wake-up: retry at `now`
