@@ -18,7 +18,7 @@ import attrs
 import z3
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Var
+from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Var, walk_expr
 from semantics.symbolic import domain, precedes, same_element, to_z3
 from .counting import ENV, _congruence, _interval, mentions, subst
 from .simplify import cond as simplify_cond, simplify
@@ -166,19 +166,10 @@ def _hidden_period(x: Site, n: int, ax, ay) -> int:
     for ix, iy in zip(ax.indices, ay.indices):
         if not any(mentions(ix, v) for v in later):
             continue
-        for node in _subterms(ix) + _subterms(iy):
+        for node in [*walk_expr(ix), *walk_expr(iy)]:
             if isinstance(node, BinOp) and node.op == "%" and isinstance(node.right, Const) and node.right.value > 1:
                 period = period * node.right.value // _gcd(period, node.right.value)
     return period if period <= MAX_OPTIONS else 1
-
-
-def _subterms(node) -> list:
-    out = [node]
-    for field in ("left", "right", "operand", "cond", "then", "else_"):
-        child = getattr(node, field, None)
-        if child is not None:
-            out += _subterms(child)
-    return out
 
 
 def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):

@@ -226,6 +226,23 @@ def walk_stmts(body: tuple[Stmt, ...]):
                 pass
 
 
+def walk_expr(node):
+    """Yield an expression or condition and every subterm, pre-order."""
+    yield node
+    match node:
+        case Const() | Var() | Iters():
+            pass
+        case Neg(operand=a) | Not(operand=a):
+            yield from walk_expr(a)
+        case IfExpr(cond=c, then=a, else_=b):
+            yield from walk_expr(c)
+            yield from walk_expr(a)
+            yield from walk_expr(b)
+        case _:  # BinOp, Min, Max, Compare, And, Or
+            yield from walk_expr(node.left)
+            yield from walk_expr(node.right)
+
+
 def ops(program: Program) -> list[Op]:
     """All ops of the program in source order."""
     return [s for s in walk_stmts(program.body) if isinstance(s, Op)]

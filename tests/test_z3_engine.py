@@ -37,6 +37,8 @@ from verify import explicit, z3_check
 from verify import z3_events as ze
 from verify import z3_machines as zm
 from verify.cli import main
+
+from .test_properties import _fails
 from verify.strategies import param_bounds, programs, valuations
 from verify.verdicts import CheckResult, Verdict
 
@@ -216,14 +218,6 @@ def test_teeth_a_counter_ignoring_waits_is_caught(monkeypatch):
 
 _FIND = settings(database=None, derandomize=True, max_examples=300, deadline=None,
                  suppress_health_check=list(HealthCheck))
-
-
-def _fails(prop, *args) -> bool:
-    try:
-        prop(*args)
-    except AssertionError:
-        return True
-    return False
 
 
 def _ops(program):

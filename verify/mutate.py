@@ -26,7 +26,7 @@ import attrs
 
 from semantics.ir import (
     And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or,
-    Program, Var, Wait,
+    Program, Var, Wait, walk_expr,
 )
 from semantics.printer import print_expr
 from .explicit import check
@@ -73,17 +73,9 @@ def _replace_in_expr(node, fn):
 
 
 def _names_in(node, kind) -> list[str]:
-    found: list[str] = []
-
-    def visit(n):
-        if isinstance(n, kind):
-            key = n.name if isinstance(n, Var) else n.var
-            if key not in found:
-                found.append(key)
-        return None
-
-    _replace_in_expr(node, visit)
-    return found
+    """The loop variables (kind Var) or tracked loops (kind Iters) a threshold reads, in order."""
+    keys = (n.name if isinstance(n, Var) else n.var for n in walk_expr(node) if isinstance(n, kind))
+    return list(dict.fromkeys(keys))
 
 
 def _wait_mutants(op: Op, loops: dict) -> list[tuple[str, str, tuple[Wait, ...], ...]]:

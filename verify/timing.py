@@ -33,7 +33,7 @@ from pathlib import Path
 import attrs
 
 from semantics.errors import SyncproofError
-from semantics.ir import BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Op, Program, Var, walk_stmts
+from semantics.ir import BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Op, Program, Var, walk_expr, walk_stmts
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled
 
@@ -106,21 +106,8 @@ def arithmetic_ops(node) -> int:
 
 def tracked_loops(program: Program) -> frozenset:
     """Loop variables whose iteration count some threshold reads (`iters(v)`)."""
-    found: set = set()
-
-    def visit(node):
-        if isinstance(node, Iters):
-            found.add(node.var)
-        for field in ("left", "right", "operand", "cond", "then", "else_"):
-            child = getattr(node, field, None)
-            if child is not None and not isinstance(child, tuple):
-                visit(child)
-
-    for stmt in walk_stmts(program.body):
-        if isinstance(stmt, Op):
-            for wait in stmt.waits:
-                visit(wait.threshold)
-    return frozenset(found)
+    return frozenset(node.var for stmt in walk_stmts(program.body) if isinstance(stmt, Op)
+                     for wait in stmt.waits for node in walk_expr(wait.threshold) if isinstance(node, Iters))
 
 
 @attrs.frozen
