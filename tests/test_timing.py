@@ -18,7 +18,7 @@ from semantics.parser import parse, parse_file
 from semantics.sequential import unroll
 from verify.cli import main
 from verify.strategies import programs
-from verify.timing import ZERO, Profile, arithmetic_ops, load_profile, simulate
+from verify.timing import ZERO, arithmetic_ops, load_profile, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted((ROOT / "kernels").glob("*.sync"))
