@@ -20,7 +20,7 @@ from semantics.ir import Program
 from semantics.parser import parse_file
 from semantics.printer import print_program
 
-from . import cli_lean, cli_search, cli_timing
+from . import cli_lean, cli_prove, cli_search, cli_timing
 from .explicit import InternalError, check
 from .report import result_json, result_text
 from .verdicts import PROPERTIES, CheckOptions, Verdict
@@ -62,6 +62,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=None, help="time limit in seconds; reaching it gives 'unknown'")
     p.add_argument("--dump-smt", metavar="DIR", default=None,
                    help="(z3) write a query that ends 'unknown' to DIR as an .smt2 file")
+    cli_prove.add_arguments(p)
     p.add_argument("--json", action="store_true")
 
     cli_search.add_parsers(sub)
@@ -160,33 +161,38 @@ def _cmd_verify(args) -> int:
     if args.strategy != "manual":
         print(stats_line(sync_result.stats), file=sys.stderr)
     if args.engine == "both":
-        return _report_both(args, results["explicit"], results["z3"], sync_result)
-    result = results[args.engine]
-    if args.json:
-        data = result_json(result, args.strategy)
-        data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
-        print(json.dumps(data, indent=2))
-    else:
-        print(result_text(result, args.strategy, args.file))
+        return _report_both(args, results["explicit"], results["z3"], sync_result, synced, progress)
+    result, proof, proof_text = cli_prove.all_values(args, synced, results[args.engine], progress)
+    _print_result(args, result, proof, proof_text, sync_result)
     if result.verdict == Verdict.UNKNOWN:
         return EXIT_UNKNOWN
     return EXIT_OK if result.holds else EXIT_FAIL
 
 
-def _report_both(args, explicit, z3, sync_result) -> int:
+def _print_result(args, result, proof, proof_text, sync_result, extra=None) -> None:
+    if args.json:
+        data = result_json(result, args.strategy)
+        if proof.get("status") == "proved":
+            data["scope"] = "all"
+        data["all_values"] = proof
+        data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
+        data.update(extra or {})
+        print(json.dumps(data, indent=2))
+    else:
+        text = result_text(result, args.strategy, args.file, proved_all=proof.get("status") == "proved")
+        print("\n".join([text, *proof_text]))
+
+
+def _report_both(args, explicit, z3, sync_result, synced, progress) -> int:
     """One answer when the engines agree; both answers, exit 3, when either is unknown
     or they disagree (a disagreement is a bug in syncproof)."""
     unknown = Verdict.UNKNOWN in (explicit.verdict, z3.verdict)
     agree = explicit.verdict == z3.verdict and explicit.holds == z3.holds
     if agree and not unknown:
-        result = attrs.evolve(explicit, engine="both")
-        if args.json:
-            data = result_json(result, args.strategy)
-            data["z3_queries"] = z3.states
-            data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
-            print(json.dumps(data, indent=2))
-        else:
-            print(result_text(result, args.strategy, args.file))
+        result, proof, proof_text = cli_prove.all_values(args, synced, attrs.evolve(explicit, engine="both"), progress)
+        _print_result(args, result, proof, proof_text, sync_result, {"z3_queries": z3.states})
+        if result.verdict == Verdict.UNKNOWN:
+            return EXIT_UNKNOWN
         return EXIT_OK if result.holds else EXIT_FAIL
     if unknown:
         why = "at least one engine's answer is unknown"

@@ -55,7 +55,7 @@ def _label_line(unrolled: Unrolled, label: Label) -> str:
     return f"{label.kind:<8} {engine}.{instance.describe()}"
 
 
-def result_text(result: CheckResult, strategy: str, filename: str) -> str:
+def result_text(result: CheckResult, strategy: str, filename: str, proved_all: bool = False) -> str:
     if result.engine == "z3":  # one symbolic query covers every valuation; `states` counts queries
         scope = (f"all {result.total_valuations} valuations covered symbolically" if result.complete
                  else f"{result.total_valuations} valuations, not all covered")
@@ -78,7 +78,8 @@ def result_text(result: CheckResult, strategy: str, filename: str) -> str:
         else:
             out.append(f"verdict: {result.verdict.value}, which the {result.property} property allows: sound "
                        "(no instance can issue before its producers complete) and deadlock-free within the bounds")
-        out.append("This is a bounded result: it is not a proof for parameter values beyond the bounds.")
+        if not proved_all:  # else the caller adds the all-values line
+            out.append("This is a bounded result: it is not a proof for parameter values beyond the bounds.")
     else:
         out.append(f"verdict: {result.verdict.value} at {valuation_text(witness.unrolled.valuation)}")
         if not result.complete:
