@@ -210,6 +210,52 @@ def _witnesses(terms: _Terms, target: Site, anchors: list[tuple[Site, dict]], de
     return combos
 
 
+def _last_candidates(terms: _Terms, x: Site, y: Site, iy: dict, depth: int, limit: int = 256) -> list[dict]:
+    """Candidates for the last instance of x before y's instance, shaped like a
+    lexicographic maximum: while every outer loop shared with y is at y's own
+    iteration, the next one is at y's iteration or up to `depth` before it; below
+    the first loop that is earlier, every loop is at one of its last `depth`
+    iterations. Index-equation solutions are tried everywhere."""
+    solutions = _index_solutions(x, y, iy)
+    shared = _shared_loops(x, y)
+    out = []
+
+    def grow(steps, env, tight):
+        if len(out) >= limit:
+            return
+        if not steps:
+            out.append(env)
+            return
+        loop = steps[0].stmt
+        options = []
+        if tight and loop.var in shared:
+            options += [(iy[loop.var] - d, d == 0) for d in range(depth + 1)]
+            options += [(iy[loop.var] - to_z3(m, terms.params), False) for m in terms.moduli]
+        else:
+            options += [(to_z3(loop.hi, env) - 1 - d, False) for d in range(depth)]
+            options.append((to_z3(loop.lo, env), False))
+        options += [(o, False) for o in solutions.get(loop.var, [])]
+        seen = []
+        for value, still in options:
+            value = z3.simplify(value)
+            if any(value.eq(v) for v in seen):
+                continue
+            seen.append(value)
+            grow(steps[1:], {**env, loop.var: value}, still)
+
+    grow(_loop_steps(x), dict(terms.params), True)
+    return out
+
+
+def _lex_le(site: Site, a: dict, b: dict):
+    """a's instance of `site` comes no later than b's: loop indices, lexicographically."""
+    out = z3.BoolVal(True)
+    for loop in reversed(site.loops):
+        v = loop.var
+        out = z3.Or(a[v] < b[v], z3.And(a[v] == b[v], out))
+    return out
+
+
 def _depth(program: Program) -> int:
     """How many iterations back a witness may sit: the largest modulus of a
     multi-buffered access (a[i % k] reuses a slot k iterations later), at least 2."""
@@ -317,12 +363,38 @@ class _Prover:
 
     def sound(self, y: Site, engine: str, x: Site) -> Obligation:
         t = self.terms
+        name = Obligation("sound", y.op.name, engine, x.op.name)
         iy, jx = t.env(y, "y"), t.env(x, "x")
-        base = domain(y, iy) + domain(x, jx) + [precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy)]
+        dep = domain(y, iy) + domain(x, jx) + [precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy)]
+        own = t.threshold(y, engine, iy)
+        # Stage 1: the last producer. When candidate instances w of x, themselves
+        # producers of y, come at or after every producer (a query without counts,
+        # so linear), it is enough that those w have completed: F completes in order,
+        # and a later instance of one op never has a smaller local index. This keeps
+        # the non-linear counts (products of trip counts) away from the quantified j.
+        lasts = _last_candidates(t, x, y, iy, self.depth)
+        producer = [z3.And(*domain(x, w), precedes(x, w, y, iy), conflict(x.op, w, y.op, iy)) for w in lasts]
+        covered = [z3.Not(z3.And(p, _lex_le(x, jx, w))) for p, w in zip(producer, lasts)]
+        if self.query(dep + covered, "last")[0] == PROVED:
+            late = [z3.And(p, z3.Not(own >= t.local(x, engine, w) + 1) if own is not None else True)
+                    for p, w in zip(producer, lasts)]
+            first = self._run(name, domain(y, iy) + [z3.Or(*late)])
+            if first.status == PROVED:
+                return first
+            if all(self._completed(name, y, iy, x, w, [p], engine).status == PROVED
+                   for p, w in zip(producer, lasts)):  # each candidate that is a producer, by a chain
+                return attrs.evolve(first, status=PROVED, model=None, reason=None)
+        # Stage 2: every producer j, with its own local index: y's waits, then chains.
+        return self._completed(name, y, iy, x, jx, dep[len(domain(y, iy)):], engine)
+
+    def _completed(self, name: Obligation, y: Site, iy: dict, x: Site, jx: dict, facts: list,
+                   engine: str) -> Obligation:
+        """Whenever `facts` hold, x's instance at jx has completed when y's may issue:
+        by y's own waits on `engine`, else by a chain."""
+        t = self.terms
         lx = t.local(x, engine, jx)
         own = t.threshold(y, engine, iy)
-        base.append(z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True))
-        name = Obligation("sound", y.op.name, engine, x.op.name)
+        base = domain(y, iy) + facts + [z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True)]
         first = self._run(name, base)
         if first.status != FAILED:
             return first
@@ -408,7 +480,8 @@ class _Prover:
 
         name = Obligation("exact", y.op.name, wait.engine)
         witnessed = [z3.Not(supplies(x, jx)) for x in producers
-                     for jx in _witnesses(t, x, [(y, iy)], self.depth, self.options.max_witnesses)]
+                     for jx in _last_candidates(t, x, y, iy, self.depth)
+                     + _witnesses(t, x, [(y, iy)], self.depth, self.options.max_witnesses)]
         first = self._run(name, facts + witnessed)
         if first.status != FAILED:
             return first
