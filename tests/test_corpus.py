@@ -102,7 +102,10 @@ def test_kernel_verdict_matches_expectation(path, capsys):
     status, result = run_verify(capsys, path)
     assert result["verdict"] == verdict
     assert result["strategy"] == "manual"
-    assert result["scope"] == "bounded"
+    # `all` only with a proof for every parameter value (verify --scope auto).
+    proved = result["all_values"]["status"] == "proved"
+    assert result["scope"] == ("all" if proved else "bounded")
+    assert not proved or verdict == "bisimilar"
     assert status == expected_exit(verdict)
 
 

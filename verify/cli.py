@@ -162,7 +162,7 @@ def _cmd_verify(args) -> int:
         print(stats_line(sync_result.stats), file=sys.stderr)
     if args.engine == "both":
         return _report_both(args, results["explicit"], results["z3"], sync_result, synced, progress)
-    result, proof, proof_text = cli_prove.all_values(args, synced, results[args.engine], progress)
+    result, proof, proof_text = cli_prove.all_values(args, synced, results[args.engine], progress, bounds)
     _print_result(args, result, proof, proof_text, sync_result)
     if result.verdict == Verdict.UNKNOWN:
         return EXIT_UNKNOWN
@@ -172,7 +172,7 @@ def _cmd_verify(args) -> int:
 def _print_result(args, result, proof, proof_text, sync_result, extra=None) -> None:
     if args.json:
         data = result_json(result, args.strategy)
-        if proof.get("status") == "proved":
+        if proof.get("status") == "proved" and all(lo == 0 for lo, _ in proof["domain"].values()):
             data["scope"] = "all"
         data["all_values"] = proof
         data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
@@ -189,7 +189,8 @@ def _report_both(args, explicit, z3, sync_result, synced, progress) -> int:
     unknown = Verdict.UNKNOWN in (explicit.verdict, z3.verdict)
     agree = explicit.verdict == z3.verdict and explicit.holds == z3.holds
     if agree and not unknown:
-        result, proof, proof_text = cli_prove.all_values(args, synced, attrs.evolve(explicit, engine="both"), progress)
+        result, proof, proof_text = cli_prove.all_values(args, synced, attrs.evolve(explicit, engine="both"),
+                                                         progress, explicit.bounds)
         _print_result(args, result, proof, proof_text, sync_result, {"z3_queries": z3.states})
         if result.verdict == Verdict.UNKNOWN:
             return EXIT_UNKNOWN

@@ -17,7 +17,7 @@ def add_arguments(p) -> None:
                    help="time limit of the all-values proof (default %(default)s)")
 
 
-def all_values(args, program: Program, result: CheckResult, progress):
+def all_values(args, program: Program, result: CheckResult, progress, bounds=()):
     """(result to report, JSON for `all_values`, text lines). The result changes only
     when the proof finds a counterexample outside the bounds: then it is the explicit
     engine's result at that valuation."""
@@ -26,15 +26,18 @@ def all_values(args, program: Program, result: CheckResult, progress):
     if result.holds is not True:
         why = "the bounded check did not succeed" if result.holds is False else "the bounded check is unknown"
         return result, {"status": "skipped", "reason": why}, []
+    # Lower bounds given with --param restrict the proof too (K=1..3: every K >= 1).
+    lower = tuple((name, lo) for name, lo, _ in bounds)
     options = ProofOptions(property=args.property, timeout=args.proof_timeout, dump_smt=args.dump_smt,
-                           progress=progress)
+                           progress=progress, lower=lower)
     proof = prove(program, options)
     data = proof.to_json()
     proved = sum(1 for o in proof.obligations if o.status == "proved")
     if proof.status == "proved":
+        domain = ", ".join(f"{name} >= {lo}" for name, lo in lower if lo > 0)
+        which = f"every parameter value with {domain}" if domain else "every parameter value"
         return result, data, [f"all parameter values: proved ({proved} obligations, {proof.seconds:.1f} s): "
-                              f"the {args.property} property holds for every parameter value, not only "
-                              "within the bounds."]
+                              f"the {args.property} property holds for {which}, not only within the bounds."]
     if proof.status == "refuted":
         return proof.counterexample, data, [f"all parameter values: refuted outside the bounds: {proof.reason}; "
                                             "the counterexample below is at that valuation."]

@@ -63,6 +63,7 @@ class ProofOptions:
     seed: int = 0
     dump_smt: str | None = None  # directory for the .smt2 of a query that ends unknown
     max_states: int = 200_000  # for the explicit check of a model's valuation
+    lower: tuple = ()  # (name, value): parameters range over value.. instead of 0..
     progress: Callable[[str], None] | None = None
 
 
@@ -99,9 +100,11 @@ class Proof:
     reason: str | None = None  # why not proved
     counterexample: object = None  # the explicit CheckResult at a refuting valuation
     seconds: float = 0.0
+    lower: tuple = ()  # the domain: (name, lowest value) per parameter, no upper bound
 
     def to_json(self) -> dict:
         return {"status": self.status, "property": self.property, "reason": self.reason,
+                "domain": {name: [lo, None] for name, lo in self.lower},
                 "seconds": round(self.seconds, 3),
                 "obligations": [o.to_json() for o in self.obligations]}
 
@@ -311,7 +314,8 @@ class _Prover:
         self.terms = _Terms(program)
         self.depth = _depth(program)
         self.start = time.monotonic()
-        self.nonneg = [p >= 0 for p in self.terms.params.values()]
+        lower = dict(options.lower)
+        self.nonneg = [p >= lower.get(n, 0) for n, p in self.terms.params.items()]
         self.dumped = 0
 
     def out_of_time(self) -> bool:
@@ -522,7 +526,14 @@ def _divisors(op: Op) -> list:
 
 
 def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
-    """Try to prove the property for every parameter value (see the module docstring)."""
+    """Try to prove the property for every parameter value (at least `options.lower`;
+    see the module docstring)."""
+    lower = dict(options.lower)
+    proof = _prove(program, options)
+    return attrs.evolve(proof, lower=tuple((p.name, lower.get(p.name, 0)) for p in program.params))
+
+
+def _prove(program: Program, options: ProofOptions) -> Proof:
     from .explicit import check
     from .verdicts import CheckOptions
 
@@ -567,7 +578,9 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
             # The model's valuation may be large (Z3 does not minimize); the same
             # failure usually shows at the model's values capped at a small c, so
             # those are tried first. Every verdict comes from the explicit engine.
-            tries = [{k: min(v, cap) for k, v in o.model.items()} for cap in range(4, 17)] + [o.model]
+            lower = dict(options.lower)
+            tries = [{k: max(lower.get(k, 0), min(v, cap)) for k, v in o.model.items()}
+                     for cap in range(4, 17)] + [o.model]
             for valuation in dict.fromkeys(tuple(t.items()) for t in tries):
                 result = decide(dict(valuation))
                 if result.holds is False:

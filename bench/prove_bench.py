@@ -1,0 +1,60 @@
+"""Benchmark the all-values proof (verify/prove.py): per kernel, the threshold output's
+proof status, seconds and obligation count.
+
+    python bench/prove_bench.py [--json] [--timeout SECONDS] [KERNEL ...]
+
+Default kernels: kernels/*.sync and kernels/suite/*.sync. One run each, wall time.
+This is a measurement, not a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from algorithm.registry import get_strategy
+from semantics.parser import parse_file
+from verify.prove import ProofOptions, prove
+
+
+def measure(path: Path, timeout: float) -> dict:
+    program = get_strategy("threshold")(parse_file(str(path))).program
+    start = time.perf_counter()
+    proof = prove(program, ProofOptions(timeout=timeout))
+    seconds = round(time.perf_counter() - start, 2)
+    row = {"kernel": path.relative_to(ROOT / "kernels").as_posix(), "status": proof.status, "seconds": seconds,
+           "obligations": len(proof.obligations),
+           "proved": sum(1 for o in proof.obligations if o.status == "proved"), "reason": proof.reason}
+    print(f"{row['kernel']}: {proof.status} in {seconds} s ({row['proved']}/{row['obligations']})",
+          file=sys.stderr, flush=True)
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kernels", nargs="*")
+    parser.add_argument("--timeout", type=float, default=ProofOptions().timeout)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    paths = [Path(k).resolve() for k in args.kernels] or sorted((ROOT / "kernels").glob("*.sync")) + sorted(
+        (ROOT / "kernels" / "suite").glob("*.sync"))
+    rows = [measure(p, args.timeout) for p in paths]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print("| kernel | all-values proof | seconds | obligations proved | why not |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['kernel']} | {r['status']} | {r['seconds']:.1f} | {r['proved']}/{r['obligations']} | "
+                  f"{(r['reason'] or '').replace('|', '/')} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
