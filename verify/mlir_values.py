@@ -65,7 +65,11 @@ def segment(op, k: int, default: int) -> int:
 def _fold(node):
     """Constant subterms evaluated, so imported kernels read like hand-written ones."""
     if any(isinstance(n, Var) for n in walk_expr(node)):
-        return node
+        if isinstance(node, (Compare, And, Or, Not, IfExpr)):
+            return node
+        from algorithm.simplify import simplify
+
+        return simplify(node)
     try:
         if isinstance(node, (Compare, And, Or, Not)):
             return _truth(eval_cond(node, {}))
@@ -113,8 +117,10 @@ class Values:
 
     def _raw(self, value, op):
         if value not in self.exprs:
-            owner = getattr(value, "owner", None)
-            if owner is not None and op_name(owner) == "func.call" and self._core_call(owner):
+            from xdsl.ir import Operation
+
+            owner = getattr(value, "owner", None)  # a Block for block arguments
+            if isinstance(owner, Operation) and op_name(owner) == "func.call" and self._core_call(owner):
                 self.exprs[value] = _CORE
             else:  # unknown at import time: a runtime parameter
                 self.exprs[value] = Var(self.param(value.name_hint))
