@@ -1,8 +1,8 @@
 """Issue 8: SNAX import, conformance of `snax-barrier` with snax-mlir's
 insert-sync-barrier, verification of SNAX's output, and `--emit mlir`.
 
-Inputs are the snax-mlir test files copied in /work/shared/peers/snax (see its
-README), or the copies under tests/snax/ when that folder is absent."""
+Inputs: tests/snax/ (snax-mlir's insert-sync-barrier test and derived loop cases with
+the real pass's output; see tests/snax/README.md)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from verify.mlir_parse import split_cases  # noqa: E402
 from verify.verdicts import CheckOptions, Verdict  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-PEERS = Path("/work/shared/peers/snax")
-DATA = PEERS if (PEERS / "insert-sync-barrier.mlir").exists() else HERE / "snax"
+DATA = HERE / "snax"
 DERIVED = DATA / "derived"
 _CHECK = re.compile(r"^\s*//\s*CHECK(?:-NEXT)?:\s?(.*)$")
 
