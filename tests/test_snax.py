@@ -217,3 +217,48 @@ def test_emitted_snax_barrier_matches_the_pass_output_op_for_op():
         ours = [op_name(op) for op in parse_chunk(Chunk(text, 1, 1), "x")[0].walk()]
         theirs = [op_name(op) for op in parse_chunk(Chunk(out.read_text(), 1, 1), "y")[0].walk()]
         assert ours == theirs, out.name
+
+
+# ------------------------------------------------------------ command line and bench
+
+
+ROOT = HERE.parent
+
+
+def _cli(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "verify.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_import_verify_emit_and_errors(tmp_path):
+    source = str(DATA / "insert-sync-barrier.mlir")
+    run = _cli("import-mlir", source, "-o", str(tmp_path / "isb.sync"))
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"isb.{n}.sync" for n in range(1, 6)]
+    assert parse((tmp_path / "isb.4.sync").read_text()).engines == ("DM", "COMPUTE")
+    gap = str(DERIVED / "loop_nested_if_gap.out-insert-sync-barrier.mlir")
+    run = _cli("verify", gap, "--strategy", "manual", "--property", "soundness", "--json")
+    assert run.returncode == 1 and '"verdict": "unsound"' in run.stdout and '"trace"' in run.stdout, run
+    run = _cli("sync", f"{source}:4", "--strategy", "snax-barrier", "--emit", "mlir")
+    assert run.returncode == 0 and run.stdout.count('"snax.cluster_sync_op"') == 2, run
+    bad = tmp_path / "bad.mlir"
+    bad.write_text('"builtin.module"() ({\n  "scf.while"() ({\n  }, {\n  }) : () -> ()\n}) : () -> ()\n')
+    for args in (("check", str(bad)), ("import-mlir", source, "--case", "9"), ("check", source)):
+        run = _cli(*args)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, run
+    assert f"{bad}:2:3: error: unsupported op 'scf.while'" in _cli("check", str(bad)).stderr
+
+
+def test_bench_rows_show_the_barrier_free_gain_on_a_prefetching_snax_kernel():
+    from verify.cli_timing import bench_rows
+    from verify.timing import load_profile
+
+    rows, _ = bench_rows([ROOT / "kernels" / "snax" / "tiled_add_prefetch.mlir"], load_profile("snax"))
+    by = {r["strategy"]: r for r in rows}
+    assert set(by) == {"oracle", "threshold", "barrier", "snax-barrier"}
+    assert by["snax-barrier"]["barriers"] == 16 and by["threshold"]["barriers"] == 0
+    assert by["oracle"]["cycles"] <= by["threshold"]["cycles"] < by["snax-barrier"]["cycles"]
+    assert by["threshold"]["vs_snax_barrier"] > 1.1

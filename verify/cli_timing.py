@@ -203,7 +203,8 @@ def cmd_bench(args) -> int:
         return 0
     print(f"profile {profile.name}; cycles at the kernels' default parameters; speed-up = barrier cycles / "
           f"strategy cycles; vs oracle = strategy cycles / oracle cycles")
-    print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}")
+    if any("vs_snax_barrier" not in r for r in rows):
+        print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}")
     for kernel in dict.fromkeys(r["kernel"] for r in rows if "vs_snax_barrier" not in r):
         by = {r["strategy"]: r for r in rows if r["kernel"] == kernel}
         t = by["threshold"]

@@ -270,8 +270,8 @@ class _Importer:
 
     def _global(self, op, name: str, out: list) -> None:
         memrefs = [v for v in op.operands if mv.is_memref(v)]
-        if op.regions and any(r.blocks for r in op.regions):
-            self._error(f"unsupported op '{name}' (an op with regions syncproof does not know)", op)
+        if op.regions or op.successors:  # control flow the kernel language has no statement for
+            self._error(f"unsupported op '{name}' (control flow or a region syncproof does not know)", op)
         if not memrefs:
             return
         dialect, _, short = name.partition(".")
