@@ -211,12 +211,17 @@ def test_emitted_snax_barrier_matches_the_pass_output_op_for_op():
     from verify.mlir_emit import emit
     from verify.mlir_parse import Chunk, op_name, parse_chunk
 
+    source = DATA / "insert-sync-barrier.mlir"
+    pairs = list(zip(import_file(str(source)), _expected_cases(source)))
     for out in sorted(DERIVED.glob("*.out-insert-sync-barrier.mlir")):
-        case = import_file(str(out.with_name(out.name.replace(".out-insert-sync-barrier", ""))))[0]
+        pairs.append((import_file(str(out.with_name(out.name.replace(".out-insert-sync-barrier", ""))))[0],
+                      out.read_text()))
+    assert len(pairs) == len(CONFORMANCE)
+    for case, expected in pairs:
         text = emit(case, get_strategy("snax-barrier")(case.program).program)
         ours = [op_name(op) for op in parse_chunk(Chunk(text, 1, 1), "x")[0].walk()]
-        theirs = [op_name(op) for op in parse_chunk(Chunk(out.read_text(), 1, 1), "y")[0].walk()]
-        assert ours == theirs, out.name
+        theirs = [op_name(op) for op in parse_chunk(Chunk(expected, 1, 1), "y")[0].walk()]
+        assert ours == theirs, case.chunk
 
 
 # ------------------------------------------------------------ command line and bench
