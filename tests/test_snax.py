@@ -267,3 +267,22 @@ def test_bench_rows_show_the_barrier_free_gain_on_a_prefetching_snax_kernel():
     assert by["snax-barrier"]["barriers"] == 16 and by["threshold"]["barriers"] == 0
     assert by["oracle"]["cycles"] <= by["threshold"]["cycles"] < by["snax-barrier"]["cycles"]
     assert by["threshold"]["vs_snax_barrier"] > 1.1
+
+
+def test_snax_barrier_on_a_written_kernel_uses_buffers_as_ssa_values():
+    kernel = parse("engines DM COMPUTE\nparam N = 2\nfor i in 0..N {\n  DM load writes a wait COMPUTE >= i\n"
+                   "  COMPUTE mm reads a writes b\n}\nDM store reads b\n")
+    synced = get_strategy("snax-barrier")(kernel).program
+    assert print_program(synced).splitlines()[3:] == [
+        "  DM load writes a", "  barrier", "  COMPUTE mm reads a writes b", "  barrier", "}", "DM store reads b"]
+    assert _verify(synced).holds
+
+
+def test_emit_keeps_a_barrier_alone_in_an_scf_if():
+    from verify.mlir_emit import emit
+
+    text = ('func.func @f(%a : memref<4xi32>, %n : index) {\n  %c0 = arith.constant 0 : index\n'
+            '  %p = arith.cmpi ugt, %n, %c0 : index\n  scf.if %p {\n    "snax.cluster_sync_op"() : () -> ()\n  }\n'
+            '  "memref.copy"(%a, %a) : (memref<4xi32>, memref<4xi32>) -> ()\n  func.return\n}\n')
+    case = import_text(text, "f.mlir")[0]
+    assert emit(case, case.program).count('"snax.cluster_sync_op"') == 1

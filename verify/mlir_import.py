@@ -63,13 +63,17 @@ class Imported:
 
 def anchor(stmt) -> str | None:
     """A name for a statement that survives sync strategies (which add waits and
-    barriers): the op name, `for:VAR`, or `if:` + its first anchor."""
+    barriers): the op name, `for:VAR`, or `if@LINE:COL` of its MLIR op (`if:` + its
+    first anchor without a position). A global op split on a select gives two ifs
+    with one position: both stand for the same MLIR op."""
     match stmt:
         case Op(name=name):
             return name
         case For(var=var):
             return f"for:{var}"
         case If(then=then, else_=else_):
+            if stmt.loc is not None:  # the MLIR op's position (kept by strategies)
+                return f"if@{stmt.loc}"
             first = next((a for a in map(anchor, then + else_) if a), None)
             return f"if:{first}" if first else None
         case Barrier():
