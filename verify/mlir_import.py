@@ -196,6 +196,11 @@ class _Importer:
                 for inner in region.walk():
                     self._site("global", None, inner.operands, -1, False, None, inner)
             return
+        if name == "func.call" and "snax_cluster_hw_barrier" in str(prop(op, "callee")):
+            name = "snax.cluster_sync_op"  # the barrier after snax-to-func
+        if name.startswith("accfg."):
+            self._error(f"'{name}': accelerator launches (accfg dialect) are not supported; import the program "
+                        f"before convert-linalg-to-accfg", op)
         kind = {"snax.cluster_sync_op": "barrier", "memref.dealloc": "dealloc"}.get(name, "global")
         if name == "scf.yield" and in_loop:
             kind = "yield"

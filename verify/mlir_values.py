@@ -7,10 +7,8 @@ from __future__ import annotations
 import attrs
 
 from semantics.evaluate import eval_cond, eval_expr
-from semantics.ir import And, BinOp, Compare, Const, IfExpr, Loc, Max, Min, Not, Or, Var, walk_expr  # noqa: F401
+from semantics.ir import And, BinOp, Compare, Const, IfExpr, Max, Min, Not, Or, Var, walk_expr
 from .mlir_parse import op_name, prop
-
-__all__ = ["Loc", "Values", "Root", "Choice", "segment", "is_memref", "size"]
 
 CORE_CALLS = ("snax_cluster_core_idx", "snax_is_dm_core", "snax_is_compute_core")
 _BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divui": "//", "arith.divsi": "//",
@@ -181,8 +179,6 @@ class Values:
             a, b = (self._raw(v, op) for v in op.operands)
             if a is _CORE or b is _CORE:
                 self.exprs[res[0]] = _CORE
-            elif str(res[0].type) == "i1" and name in ("arith.muli",):
-                self.exprs[res[0]] = And(self.cond(op.operands[0], op), self.cond(op.operands[1], op))
             elif name in _BINARY:
                 self.exprs[res[0]] = _fold(BinOp(_BINARY[name], self.expr(op.operands[0], op),
                                                  self.expr(op.operands[1], op)))
