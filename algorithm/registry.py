@@ -56,6 +56,13 @@ def _sync_barrier(program: Program) -> SyncResult:
                                **_counts(synced), "dropped_redundant": 0})
 
 
+def _sync_snax_barrier(program: Program) -> SyncResult:
+    from .snax_barrier import snax_barrier
+
+    synced = snax_barrier(program)
+    return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
+
+
 def threshold(program: Program) -> Program:
     """The barrier-free algorithm with redundant waits dropped (algorithm/threshold.py,
     algorithm/irredundant.py)."""
@@ -73,10 +80,11 @@ STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {
     "threshold": _sync_threshold,
     "barrier": _sync_barrier,
     "manual": _sync_manual,
+    "snax-barrier": _sync_snax_barrier,  # SNAX's insert-sync-barrier; MLIR-imported programs only
 }
 
 # Named in DESIGN.md but built by a later issue.
-PLANNED = {"flags": "issue 6", "tokens": "issue 6", "snax-barrier": "issue 8"}
+PLANNED = {"flags": "issue 6", "tokens": "issue 6"}
 
 
 def get_strategy(name: str) -> Callable[[Program], SyncResult]:

@@ -17,10 +17,9 @@ import attrs
 from algorithm.registry import get_strategy, stats_line
 from semantics.errors import KernelError, SyncproofError, UsageError
 from semantics.ir import Program
-from semantics.parser import parse_file
 from semantics.printer import print_program
 
-from . import cli_lean, cli_prove, cli_search, cli_timing
+from . import cli_lean, cli_mlir, cli_prove, cli_search, cli_timing
 from .explicit import InternalError, check
 from .report import result_json, result_text
 from .verdicts import PROPERTIES, CheckOptions, Verdict
@@ -47,6 +46,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--strategy", default="threshold")
     p.add_argument("-o", "--output", metavar="OUT")
+    p.add_argument("--emit", choices=["sync", "mlir"], default="sync",
+                   help="output language; mlir: the imported .mlir FILE with its synchronization (docs/snax.md)")
 
     p = sub.add_parser("verify", help="check a synchronized kernel against the reference semantics")
     p.add_argument("file")
@@ -68,6 +69,7 @@ def _build_parser() -> argparse.ArgumentParser:
     cli_search.add_parsers(sub)
     cli_timing.add_parsers(sub)
     cli_lean.add_parsers(sub)
+    cli_mlir.add_parsers(sub)
 
     for name, issue in _PLANNED_COMMANDS.items():
         p = sub.add_parser(name, help=f"(not yet available: {issue})")
@@ -103,15 +105,15 @@ def parse_bounds(program: Program, specs: list[str], max_param: int | None) -> t
 
 
 def _cmd_check(args) -> int:
-    program = parse_file(args.file)
+    program = cli_mlir.load(args.file)
     sys.stdout.write(print_program(program))
     return EXIT_OK
 
 
 def _cmd_sync(args) -> int:
-    program = parse_file(args.file)
+    program = cli_mlir.load(args.file)
     result = get_strategy(args.strategy)(program)
-    text = print_program(result.program)
+    text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
     print(stats_line(result.stats), file=sys.stderr)
     for note in result.stats.get("notes", ()):
         print(f"sync: note: {note}", file=sys.stderr)
@@ -127,7 +129,7 @@ def _cmd_sync(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    program = parse_file(args.file)
+    program = cli_mlir.load(args.file)
     strategy = get_strategy(args.strategy)
     bounds = parse_bounds(program, args.param, args.max_param)
     if args.max_states <= 0:
@@ -263,6 +265,8 @@ def _main(argv: list[str] | None) -> int:
             return cli_search.cmd_mutate(args, parse_bounds)
         if args.command == "lean":
             return cli_lean.cmd_lean(args)
+        if args.command == "import-mlir":
+            return cli_mlir.cmd_import(args)
         raise UsageError(f"'{args.command}' is not yet available (planned in {_PLANNED_COMMANDS[args.command]})")
     except KernelError as err:
         print(err.render(), file=sys.stderr)

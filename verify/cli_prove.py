@@ -26,6 +26,10 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
     if result.holds is not True:
         why = "the bounded check did not succeed" if result.holds is False else "the bounded check is unknown"
         return result, {"status": "skipped", "reason": why}, []
+    if not program.params and result.complete:
+        return result, {"status": "proved", "property": args.property, "domain": {}, "obligations": [],
+                        "reason": "no parameters: the bounded check covered the only valuation"}, \
+            ["all parameter values: the kernel has no parameters, so the check above covered its only run."]
     # Lower bounds given with --param restrict the proof too (K=1..3: every K >= 1).
     lower = tuple((name, lo) for name, lo, _ in bounds)
     options = ProofOptions(property=args.property, timeout=args.proof_timeout, dump_smt=args.dump_smt,

@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 
 from semantics.errors import UsageError
-from semantics.ir import Program
-from semantics.parser import parse_file
+from semantics.ir import Barrier, Program, walk_stmts
 from semantics.sequential import UnrollLimit, unroll
 from .timing import Deadlock, Profile, Timeline, load_profile, simulate
 
 SUITE = Path(__file__).resolve().parent.parent / "kernels" / "suite"
 BENCH_STRATEGIES = ("oracle", "threshold", "barrier")
+# .mlir kernels (issue 8): SNAX's own pass, and SNAX's barriers in the file if any (manual)
+SNAX_BENCH_STRATEGIES = ("oracle", "threshold", "barrier", "snax-barrier")
 _VALUE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*$")
 
 
@@ -90,8 +91,25 @@ def trace_events(program: Program, timeline: Timeline, profile: Profile, strateg
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
+def _load(path: str) -> Program:
+    from .cli_mlir import load
+
+    return load(path)
+
+
+def _strategies(path: Path, program: Program, strategies) -> tuple:
+    """The suite's strategies for .sync kernels; for .mlir kernels also snax-barrier, and
+    `manual` when the file holds SNAX's own barriers (e.g. its pipelined output)."""
+    from .cli_mlir import is_mlir
+
+    if not is_mlir(str(path)) or strategies != BENCH_STRATEGIES:
+        return strategies
+    has_barriers = any(isinstance(s, Barrier) for s in walk_stmts(program.body))
+    return SNAX_BENCH_STRATEGIES + (("manual",) if has_barriers else ())
+
+
 def cmd_simulate(args) -> int:
-    program = parse_file(args.file)
+    program = _load(args.file)
     profile = load_profile(args.profile)
     values = valuation(program, args.param)
     try:
@@ -128,20 +146,35 @@ def bench_rows(paths: list[Path], profile: Profile, strategies=BENCH_STRATEGIES,
     """Per kernel and strategy: cycles, and ratios to barrier and oracle; plus timelines."""
     rows, timelines = [], {}
     for path in paths:
-        program = parse_file(str(path))
+        program = _load(str(path))
         values = valuation(program, [])
-        cycles = {}
-        for strategy in strategies:
+        cycles, barriers = {}, {}
+        kernel_strategies = _strategies(path, program, strategies)
+        for strategy in kernel_strategies:
             if progress:
                 progress(f"bench: {path.name} {strategy}")
-            timeline = run(program, strategy, values, profile)
+            timeline, barriers[strategy] = _timed(program, strategy, values, profile)
             cycles[strategy] = timeline.cycles
             timelines[(path.stem, strategy)] = (program, timeline)
-        for strategy in strategies:
-            rows.append({"kernel": path.stem, "strategy": strategy, "cycles": cycles[strategy],
-                         "vs_barrier": cycles["barrier"] / cycles[strategy] if cycles[strategy] else None,
-                         "vs_oracle": cycles[strategy] / cycles["oracle"] if cycles["oracle"] else None})
+        for strategy in kernel_strategies:
+            row = {"kernel": path.stem, "strategy": strategy, "cycles": cycles[strategy],
+                   "vs_barrier": cycles["barrier"] / cycles[strategy] if cycles[strategy] else None,
+                   "vs_oracle": cycles[strategy] / cycles["oracle"] if cycles["oracle"] else None}
+            if "snax-barrier" in cycles:
+                row["vs_snax_barrier"] = cycles["snax-barrier"] / cycles[strategy] if cycles[strategy] else None
+                row["barriers"] = barriers[strategy]
+            rows.append(row)
     return rows, timelines
+
+
+def _timed(program: Program, strategy: str, values: dict, profile: Profile) -> tuple[Timeline, int]:
+    """`run`, and the number of barriers the run passes."""
+    from algorithm.registry import get_strategy
+
+    if strategy == "oracle":
+        return run(program, strategy, values, profile), 0
+    unrolled = _unroll(get_strategy(strategy)(program).program, values)
+    return simulate(unrolled, profile), len(unrolled.barriers)
 
 
 def cmd_bench(args) -> int:
@@ -170,11 +203,31 @@ def cmd_bench(args) -> int:
         return 0
     print(f"profile {profile.name}; cycles at the kernels' default parameters; speed-up = barrier cycles / "
           f"strategy cycles; vs oracle = strategy cycles / oracle cycles")
-    print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}")
-    for kernel in dict.fromkeys(r["kernel"] for r in rows):
+    if any("vs_snax_barrier" not in r for r in rows):
+        print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}")
+    for kernel in dict.fromkeys(r["kernel"] for r in rows if "vs_snax_barrier" not in r):
         by = {r["strategy"]: r for r in rows if r["kernel"] == kernel}
         t = by["threshold"]
         print(f"{kernel:<28} {by['oracle']['cycles']:>10.0f} {t['cycles']:>10.0f} {by['barrier']['cycles']:>10.0f} "
               f"{t['vs_barrier']:>8.2f}x {t['vs_oracle']:>9.3f}")
+    _print_snax_table(rows)
     print(f"({len(paths)} kernels in {time.monotonic() - start:.1f} s)")
     return 0
+
+
+def _print_snax_table(rows) -> None:
+    """MLIR kernels: threshold against SNAX's barriers (its pass, and the file's own)."""
+    kernels = list(dict.fromkeys(r["kernel"] for r in rows if "vs_snax_barrier" in r))
+    if not kernels:
+        return
+    print("MLIR kernels: barriers = barrier passes in the run; gain = snax-barrier (or the file's own SNAX "
+          "barriers, manual) cycles / threshold cycles")
+    print(f"{'kernel':<22} {'oracle':>8} {'threshold':>10} {'snax-barrier':>13} {'(barriers)':>10} "
+          f"{'manual':>8} {'(barriers)':>10} {'gain':>7} {'vs manual':>9}")
+    for kernel in kernels:
+        by = {r["strategy"]: r for r in rows if r["kernel"] == kernel}
+        t, s, m = by["threshold"], by["snax-barrier"], by.get("manual")
+        manual = f"{m['cycles']:>8.0f} {m['barriers']:>10}" if m else f"{'-':>8} {'-':>10}"
+        vs_manual = f"{m['cycles'] / t['cycles']:>8.2f}x" if m and t["cycles"] else f"{'-':>9}"
+        print(f"{kernel:<22} {by['oracle']['cycles']:>8.0f} {t['cycles']:>10.0f} {s['cycles']:>13.0f} "
+              f"{s['barriers']:>10} {manual} {t['vs_snax_barrier']:>6.2f}x {vs_manual}")
