@@ -143,3 +143,30 @@ def test_cli_reports_the_counterexample_outside_the_bounds(capsys):
     assert data["verdict"] == "unsound" and data["scope"] == "bounded"
     assert data["param"]["N"] > 3 and data["trace"]
     assert data["all_values"]["status"] == "refuted"
+
+
+# ------------------------------------------------ differential: proved => bounded holds
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from verify.strategies import param_bounds, programs  # noqa: E402
+
+from .test_properties import perturbed_exact_programs  # noqa: E402
+
+
+def _proof_agrees_with_explicit(program, prop: str) -> None:
+    proof = prove(program, ProofOptions(property=prop, timeout=20, query_timeout_ms=4_000, max_states=50_000))
+    if proof.status == PROVED:
+        bounded = check(program, param_bounds(program, 2), CheckOptions(property=prop))
+        assert bounded.holds is True, f"{prop} proved for all values but {bounded.verdict.value} within 0..2"
+    if proof.status == "refuted":
+        assert proof.counterexample.holds is False
+
+
+@pytest.mark.slow
+@settings(max_examples=40, suppress_health_check=list(HealthCheck), deadline=None)
+@given(st.one_of(programs(synced=True, max_param=2), perturbed_exact_programs()),
+       st.sampled_from(["soundness", "bisimulation"]))
+def test_a_proof_never_covers_a_program_the_explicit_engine_refutes(program, prop):
+    _proof_agrees_with_explicit(program, prop)

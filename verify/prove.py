@@ -15,19 +15,23 @@ per-wait properties, each a statement over unbounded parameters and loop indices
 If every dependence is sound, the counter machine never issues what the reference
 would not; if every wait is exact, it never blocks what the reference would issue
 (C[F] >= T_min >= t). Together, in every reachable state the enabled issues agree: the
-program is bisimilar for all parameter values. With the soundness property only the
-first half is needed. Loop bounds must also be non-negative wherever they are
-evaluated (the `defined` obligation): otherwise the program is in error there.
+program is bisimilar for all parameter values. The soundness property needs the
+first half and deadlock freedom, from `live`: every wait asks only for instances of
+its engine that precede the consumer in program order (then the pending instance that
+comes first in program order can always issue). Loop bounds must also be non-negative
+wherever they are evaluated (the `defined` obligation): otherwise the program is in
+error there.
 
-Each obligation is one quantifier-free Z3 query over the negation (an instance pair
-where it fails); the existential parts (the chain's z, the exact wait's producer) are
-witnessed by candidate loop indices: the consumer's own iteration and the ones just
-before it, the solutions of index equations, and first and last iterations. Counts
+Each obligation is a Z3 query for a violation (unsat proves it). Existential parts
+(the producer that comes last, a chain's instances, the exact wait's producer) are
+first witnessed by candidate loop indices (the consumer's own iteration and the ones
+just before it, the solutions of index equations, first and last iterations), then
+quantified over all indices. Counts
 (local indices, `iters`) come from verify/counts.py, independent of the algorithm.
 
 Verdicts: `proved` when every obligation is unsat; a satisfiable query gives a
-valuation, which is checked by the explicit engine at exactly that valuation (the
-smallest Z3 finds in a few tries): a failure there is a real counterexample
+valuation, which the explicit engine checks (first with every parameter capped at
+4, 5, ..., 16, since Z3's models can be huge, then as is): a failure there is a real counterexample
 (`refuted`); otherwise the obligation stays `unknown` (a candidate witness was missing),
 as does any query Z3 answers unknown or that runs out of time. Unknown is never proof.
 """
@@ -69,7 +73,7 @@ class ProofOptions:
 
 @attrs.frozen
 class Obligation:
-    kind: str  # "sound", "exact" or "defined"
+    kind: str  # "sound", "exact", "live" or "defined"
     consumer: str  # op name (or loop variable for "defined")
     engine: str | None = None
     producer: str | None = None
@@ -84,6 +88,8 @@ class Obligation:
                 return f"{self.consumer} after {self.producer} (engine {self.engine}) is sound"
             case "exact":
                 return f"the wait of {self.consumer} on {self.engine} is exact"
+            case "live":
+                return f"the wait of {self.consumer} on {self.engine} asks only for earlier instances"
         return f"{self.consumer} is defined (non-negative loop bounds, non-zero divisors)"
 
     def to_json(self) -> dict:
@@ -471,6 +477,15 @@ class _Prover:
                 out.append(z3.ForAll(bound, body) if bound else body)
         return out
 
+    def live(self, y: Site, wait) -> Obligation:
+        """The wait asks only for instances of its engine that precede y in program
+        order. Then no reachable state is stuck: the pending instance that comes first
+        in program order can always issue once what is in flight has completed."""
+        iy = self.terms.env(y, "y")
+        threshold = self.terms.wait_term(y, wait, iy)
+        return self._run(Obligation("live", y.op.name, wait.engine),
+                         domain(y, iy) + [threshold > self.terms.local(y, wait.engine, iy)])
+
     def exact(self, y: Site, wait) -> Obligation:
         t = self.terms
         iy = t.env(y, "y")
@@ -554,6 +569,8 @@ def _prove(program: Program, options: ProofOptions) -> Proof:
                         obligations.append(prover.sound(y, engine, x))
             if options.property == "bisimulation":
                 obligations += [prover.exact(y, w) for w in y.op.waits]
+            else:  # exactness implies this; soundness alone does not exclude deadlock
+                obligations += [prover.live(y, w) for w in y.op.waits]
     except Unsupported as err:
         return Proof(UNKNOWN, options.property, reason=f"no closed-form counts: {err}",
                      seconds=time.monotonic() - began)
