@@ -12,7 +12,7 @@ from semantics.errors import UsageError
 from semantics.ir import Program
 from semantics.parser import parse_file
 from semantics.sequential import UnrollLimit, unroll
-from .timing import Deadlock, Profile, Timeline, load_profile, simulate
+from .timing import Failure, Profile, Timeline, load_profile, simulate
 
 SUITE = Path(__file__).resolve().parent.parent / "kernels" / "suite"
 BENCH_STRATEGIES = ("oracle", "threshold", "barrier")
@@ -96,7 +96,7 @@ def cmd_simulate(args) -> int:
     values = valuation(program, args.param)
     try:
         timeline = run(program, args.strategy, values, profile)
-    except Deadlock as err:
+    except Failure as err:
         print(f"syncproof: simulate: {err}", file=sys.stderr)
         return 1
     if args.trace:
