@@ -24,10 +24,16 @@ def manual(program: Program) -> Program:
 
 def _counts(program: Program) -> dict:
     stmts = list(walk_stmts(program.body))
-    return {
+    counts = {
         "waits": sum(len(s.waits) for s in stmts if isinstance(s, Op)),
         "barriers": sum(1 for s in stmts if isinstance(s, Barrier)),
     }
+    syncs = [c.kind for s in stmts if isinstance(s, Op) for c in s.syncs]
+    for kind in dict.fromkeys(syncs):
+        counts[kind] = syncs.count(kind)
+    if syncs:
+        counts["sync_only_ops"] = sum(1 for s in stmts if isinstance(s, Op) and s.syncs and not (s.reads or s.writes))
+    return counts
 
 
 def _sync_manual(program: Program) -> SyncResult:
@@ -56,6 +62,20 @@ def _sync_barrier(program: Program) -> SyncResult:
                                **_counts(synced), "dropped_redundant": 0})
 
 
+def _sync_flags(program: Program) -> SyncResult:
+    from .flags import flags
+
+    synced, stats = flags(program)
+    return SyncResult(synced, {"strategy": "flags", **_counts(synced), **stats})
+
+
+def _sync_tokens(program: Program) -> SyncResult:
+    from .tokens import tokens
+
+    synced, stats = tokens(program)
+    return SyncResult(synced, {"strategy": "tokens", **_counts(synced), **stats})
+
+
 def threshold(program: Program) -> Program:
     """The barrier-free algorithm with redundant waits dropped (algorithm/threshold.py,
     algorithm/irredundant.py)."""
@@ -72,11 +92,13 @@ def barrier(program: Program) -> Program:
 STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {
     "threshold": _sync_threshold,
     "barrier": _sync_barrier,
+    "flags": _sync_flags,
+    "tokens": _sync_tokens,
     "manual": _sync_manual,
 }
 
 # Named in DESIGN.md but built by a later issue.
-PLANNED = {"flags": "issue 6", "tokens": "issue 6", "snax-barrier": "issue 8"}
+PLANNED = {"snax-barrier": "issue 8"}
 
 
 def get_strategy(name: str) -> Callable[[Program], SyncResult]:
@@ -95,6 +117,11 @@ def stats_line(stats: dict) -> str:
     if "dropped_redundant" in stats:
         parts.append(f"{stats['dropped_redundant']} dropped as redundant")
     parts.append(f"{stats['barriers']} barriers")
+    for kind in ("setflag", "waitflag", "push", "pop"):
+        if stats.get(kind):
+            parts.append(f"{stats[kind]} {kind}")
+    if stats.get("fallback"):
+        parts.append("fell back to barrier")
     if stats.get("conservative"):
         parts.append(f"{stats['conservative']} conservative (not exact)")
     return ", ".join(parts)

@@ -15,7 +15,7 @@ from semantics.sequential import UnrollLimit, unroll
 from .timing import Failure, Profile, Timeline, load_profile, simulate
 
 SUITE = Path(__file__).resolve().parent.parent / "kernels" / "suite"
-BENCH_STRATEGIES = ("oracle", "threshold", "barrier")
+BENCH_STRATEGIES = ("oracle", "threshold", "barrier", "flags", "tokens")
 _VALUE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*$")
 
 

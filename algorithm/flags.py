@@ -1,0 +1,151 @@
+"""`flags`: Ascend-style set/wait flags (PTOAS / PyPTO InsertSync).
+
+Source. On Ascend AI cores, pipes (MTE2, MTE1, Cube, Vector, MTE3, ...) synchronize
+with `set_flag(src_pipe, dst_pipe, event_id)` / `wait_flag(src_pipe, dst_pipe,
+event_id)`: 1-bit flags, 8 event ids per ordered pipe pair; `wait_flag` blocks until
+the flag is set and clears it, setting a flag that is already set is an error. The
+compiler passes (PTOAS, PyPTO's InsertSync) place a set after each producer and a
+wait before each consumer, compensate loop-carried (backward) dependences by a set
+before the loop (prime) and a wait after it (drain), select event ids by iteration
+parity for double buffers, and fall back to a full pipe barrier when event ids run
+out. This module follows those rules on the shared plan of algorithm/peers.py; the
+code is written from that description, not copied.
+
+Rule. Every sync point A -> B of the plan becomes R *rings* (R = 2 for a
+same-iteration point in a loop, R = D for a carried point of distance D, else 1),
+ring r = (a flag A -> B, id f + r; a credit flag B -> A, id c + r), selected by
+`v % R` for the loop variable v (consecutive iterations use consecutive rings, so
+parity for R = 2):
+
+    A, after item `after`:  waitflag B:c + v % R   setflag B:f + v % R
+    B, before item `before`: waitflag A:f + v % R   setflag A:c + v % R
+
+The credit is what makes 1-bit flags safe: A sets flag f only after B has consumed
+its previous set (B returns the credit), so no flag is ever set twice, however far
+ahead A runs (at most R iterations). Every credit is set once at the program's start
+(B) and consumed once at its end (A). A carried point of distance D additionally
+primes its R = D flags before the loop (A: credit wait + set, one per ring; the first
+D iterations of B match them) and drains them after the loop (B: wait + credit set),
+so each ring is back to "flag clear, credit set" after the loop whatever its trip
+count (zero included), and the next run of the loop (an enclosing loop) starts clean.
+
+Ascend's own pattern needs fewer flags: a same-iteration point A -> B and a carried
+point B -> A of the same loop that cross each other (B signals the carried flag after
+its forward wait, A waits for it before its forward set) already form a ring (see
+`_pairs`), so the forward point uses the carried point's rotation R = D and no
+credit, and the carried point keeps credits only for its prime and drain (which
+order the next run's prime after this run's drain).
+
+Ids are allocated per ordered engine pair, each ring its own ids (a flag id on
+A -> B, a credit id on B -> A), at most 8 per pair. When they do not fit, same-
+iteration points drop to one ring; when they still do not fit, the whole program
+falls back to the `barrier` strategy (Ascend: a full barrier), counted in the stats.
+
+Sound and deadlock-free by construction: every wait's matching set comes earlier
+in program order (so the program-order run is a run, and the waits are monotone),
+and a signal after item p covers every earlier instance of its engine.
+"""
+
+from __future__ import annotations
+
+from semantics.ir import FLAG_IDS, BinOp, Const, Program, Sync, Var
+from .peers import Lowered, plan, rewrite, strip_sync
+
+
+class OutOfIds(Exception):
+    """More than 8 flag ids on some engine pair (internal: triggers the fallback)."""
+
+
+def _id(base: int, var: str | None, rings: int):
+    if rings == 1 or var is None:
+        return Const(base)
+    rotate = BinOp("%", Var(var), Const(rings))
+    return rotate if base == 0 else BinOp("+", Const(base), rotate)
+
+
+def _pairs(forward, carried) -> bool:
+    """Ascend's pattern: a same-iteration point A -> B (RAW) and a carried point B -> A
+    (WAR) of one loop form a ring by themselves when B signals the carried flag after
+    its forward wait and A waits for it before its forward set: A's set of iteration k
+    then follows B's wait of iteration k - D on the same id, and B's carried set of
+    iteration k follows A's carried wait of iteration k - D."""
+    return (forward.source == carried.target and forward.target == carried.source
+            and carried.after >= forward.before and carried.before <= forward.after)
+
+
+def _partner(block, point):
+    """The point of the other kind that `point` forms a ring with (the first one)."""
+    if block.loop is None:
+        return None
+    for other in block.points:
+        if point.carried and not other.carried and _pairs(other, point):
+            return other
+        if not point.carried and other.carried and _pairs(point, other):
+            return other
+    return None
+
+
+def lower_flags(program: Program, forward_rings: int = 2) -> Program:
+    """The flags program (raises OutOfIds)."""
+    program = strip_sync(program)
+    plans = plan(program)
+    used: dict[tuple[str, str], int] = {}  # next free id per ordered pair
+    credits: list[tuple[str, str, int]] = []  # (engine setting it, engine waiting, id)
+
+    def take(source, target, count):
+        base = used.get((source, target), 0)
+        if base + count > FLAG_IDS:
+            raise OutOfIds(f"{source}->{target} needs more than {FLAG_IDS} flag ids")
+        used[(source, target)] = base + count
+        return base
+
+    def lower(block, point):
+        a, b = point.source, point.target
+        var = block.loop.var if block.loop is not None else None
+        partner = _partner(block, point)
+        rings = point.carried or (partner.carried if partner else forward_rings if var else 1)
+        flag = take(a, b, rings)
+        f = _id(flag, var, rings)
+        if partner is not None and not point.carried:
+            # The partner's flags order A's sets after B's waits: no credit needed.
+            return Lowered((Sync("setflag", b, f),), (Sync("waitflag", a, f),))
+        credit = take(b, a, rings)
+        credits.extend((b, a, credit + r) for r in range(rings))
+        c = _id(credit, var, rings)
+        if partner is not None:  # carried, paired: credits only around the loop
+            signal, wait = (Sync("setflag", b, f),), (Sync("waitflag", a, f),)
+        else:
+            signal = (Sync("waitflag", b, c), Sync("setflag", b, f))
+            wait = (Sync("waitflag", a, f), Sync("setflag", a, c))
+        if not point.carried:
+            return Lowered(signal, wait)
+        prime = tuple(s for r in range(rings) for s in (Sync("waitflag", b, Const(credit + r)),
+                                                         Sync("setflag", b, Const(flag + r))))
+        drain = tuple(s for r in range(rings) for s in (Sync("waitflag", a, Const(flag + r)),
+                                                         Sync("setflag", a, Const(credit + r))))
+        return Lowered(signal, wait, prime, drain)
+
+    # Ids are allocated while rewriting; the credits' start/end ops are known only
+    # afterwards, so the rewrite runs twice (the second with the same allocation).
+    rewrite(program, plans, lower, {}, {})
+    start, end = {}, {}
+    for setter, waiter, ident in credits:
+        start.setdefault(setter, []).append(Sync("setflag", waiter, Const(ident)))
+        end.setdefault(waiter, []).append(Sync("waitflag", setter, Const(ident)))
+    used.clear()
+    credits.clear()
+    return rewrite(program, plans, lower, start, end)
+
+
+def flags(program: Program) -> tuple[Program, dict]:
+    """The flags strategy and its statistics."""
+    from .barrier import barrier
+
+    notes = []
+    for rings in (2, 1):
+        try:
+            return lower_flags(program, rings), {"fallback": 0, "forward_rings": rings, "notes": notes}
+        except OutOfIds as why:
+            notes.append(f"with {rings} ring(s) per same-iteration point: {why}")
+    notes.append("fell back to the barrier strategy (Ascend: a full barrier when event ids run out)")
+    return barrier(strip_sync(program)), {"fallback": 1, "forward_rings": 0, "notes": notes}
