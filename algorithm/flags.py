@@ -36,8 +36,11 @@ its forward wait, A waits for it before its forward set) already form a ring (se
 credit, and the carried point keeps credits only for its prime and drain (which
 order the next run's prime after this run's drain).
 
-Ids are allocated per ordered engine pair, each ring its own ids (a flag id on
-A -> B, a credit id on B -> A), at most 8 per pair. When they do not fit, same-
+Ids are allocated per ordered engine pair (8 per pair): a flag id is never shared
+by points whose runs may overlap, and is reused by blocks that run one after the
+other (two loops in a row, the branches of an `if`), since every ring is back to
+"flag clear, credit set" after each run; credit ids stay set between uses, so on
+each pair they sit above every flag id. When they do not fit, same-
 iteration points drop to one ring; when they still do not fit, the whole program
 falls back to the `barrier` strategy (Ascend: a full barrier), counted in the stats.
 
@@ -49,7 +52,7 @@ and a signal after item p covers every earlier instance of its engine.
 from __future__ import annotations
 
 from semantics.ir import FLAG_IDS, BinOp, Const, Program, Sync, Var
-from .peers import Lowered, plan, rewrite, strip_sync
+from .peers import Lowered, allocate, plan, rewrite, strip_sync
 
 
 class OutOfIds(Exception):
@@ -85,34 +88,51 @@ def _partner(block, point):
     return None
 
 
+def _rings(block, point, forward_rings: int) -> int:
+    partner = _partner(block, point)
+    if point.carried:
+        return point.carried
+    if partner is not None:
+        return partner.carried
+    return forward_rings if block.loop is not None else 1
+
+
 def lower_flags(program: Program, forward_rings: int = 2) -> Program:
     """The flags program (raises OutOfIds)."""
     program = strip_sync(program)
     plans = plan(program)
-    used: dict[tuple[str, str], int] = {}  # next free id per ordered pair
-    credits: list[tuple[str, str, int]] = []  # (engine setting it, engine waiting, id)
 
-    def take(source, target, count):
-        base = used.get((source, target), 0)
-        if base + count > FLAG_IDS:
+    def need(block, point):
+        rings = _rings(block, point, forward_rings)
+        out = [("flag", point.source, point.target, rings)]
+        if point.carried or _partner(block, point) is None:
+            out.append(("credit", point.target, point.source, rings))
+        return out
+
+    base, height = allocate(plans, need)
+    # A credit stays set between uses, so credit ids never double as flag ids: on each
+    # ordered pair, the credits sit above the flags.
+    for (pool, source, target), count in height.items():
+        if pool == "credit" and height.get(("flag", source, target), 0) + count > FLAG_IDS:
             raise OutOfIds(f"{source}->{target} needs more than {FLAG_IDS} flag ids")
-        used[(source, target)] = base + count
-        return base
+        if pool == "flag" and count > FLAG_IDS:
+            raise OutOfIds(f"{source}->{target} needs more than {FLAG_IDS} flag ids")
+    credits: set[tuple[str, str, int]] = set()  # (engine setting it, engine waiting, id)
 
     def lower(block, point):
         a, b = point.source, point.target
         var = block.loop.var if block.loop is not None else None
-        partner = _partner(block, point)
-        rings = point.carried or (partner.carried if partner else forward_rings if var else 1)
-        flag = take(a, b, rings)
+        n = block.points.index(point)
+        rings = _rings(block, point, forward_rings)
+        flag = base[(block.path, n, "flag")]
         f = _id(flag, var, rings)
-        if partner is not None and not point.carried:
+        if (block.path, n, "credit") not in base:
             # The partner's flags order A's sets after B's waits: no credit needed.
             return Lowered((Sync("setflag", b, f),), (Sync("waitflag", a, f),))
-        credit = take(b, a, rings)
-        credits.extend((b, a, credit + r) for r in range(rings))
+        credit = height.get(("flag", b, a), 0) + base[(block.path, n, "credit")]
+        credits.update((b, a, credit + r) for r in range(rings))
         c = _id(credit, var, rings)
-        if partner is not None:  # carried, paired: credits only around the loop
+        if _partner(block, point) is not None:  # carried, paired: credits only around the loop
             signal, wait = (Sync("setflag", b, f),), (Sync("waitflag", a, f),)
         else:
             signal = (Sync("waitflag", b, c), Sync("setflag", b, f))
@@ -125,15 +145,13 @@ def lower_flags(program: Program, forward_rings: int = 2) -> Program:
                                                          Sync("setflag", a, Const(credit + r))))
         return Lowered(signal, wait, prime, drain)
 
-    # Ids are allocated while rewriting; the credits' start/end ops are known only
-    # afterwards, so the rewrite runs twice (the second with the same allocation).
+    # The credits' start and end ops are known once every point is lowered: the
+    # rewrite runs twice (lowering is deterministic).
     rewrite(program, plans, lower, {}, {})
     start, end = {}, {}
-    for setter, waiter, ident in credits:
+    for setter, waiter, ident in sorted(credits):
         start.setdefault(setter, []).append(Sync("setflag", waiter, Const(ident)))
         end.setdefault(waiter, []).append(Sync("waitflag", setter, Const(ident)))
-    used.clear()
-    credits.clear()
     return rewrite(program, plans, lower, start, end)
 
 

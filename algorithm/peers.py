@@ -250,6 +250,37 @@ def rewrite(program: Program, plans: list[BlockPlan], lower, start: dict, end: d
     return attrs.evolve(program, body=tuple(ops_of(start)) + body + tuple(ops_of(end)))
 
 
+def allocate(plans: list[BlockPlan], need) -> tuple[dict, dict]:
+    """Ids for every point, reused between blocks whose runs cannot overlap.
+
+    `need(block, point)` lists (pool, source, target, count): `count` consecutive ids
+    of `pool` on the ordered pair source -> target. A point is live during its block's
+    runs (and the prime and drain around a loop, just outside it), so a block's ids
+    differ from those of its enclosing blocks, and sibling blocks (two loops in a row,
+    the branches of an `if`) start from the same ids. Returns the base id per
+    (block path, point index, pool) and the number of ids per (pool, source, target)."""
+    base: dict = {}
+    height: dict = {}
+    children: dict = {}
+    for block in plans:
+        if block.path:
+            children.setdefault(block.path[:-1], []).append(block)
+
+    def visit(block, free: dict):
+        free = dict(free)
+        for n, point in enumerate(block.points):
+            for pool, source, target, count in need(block, point):
+                key = (pool, source, target)
+                base[(block.path, n, pool)] = free.get(key, 0)
+                free[key] = free.get(key, 0) + count
+                height[key] = max(height.get(key, 0), free[key])
+        for child in children.get(block.path, []):
+            visit(child, free)
+
+    visit(next(b for b in plans if not b.path), {})
+    return base, height
+
+
 def _ordered(clauses) -> tuple[Sync, ...]:
     # Issue-time clauses first, then completion-time ones, as they act (and print).
     order = {"waitflag": 0, "pop": 1, "setflag": 2, "push": 3}

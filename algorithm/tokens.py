@@ -21,9 +21,11 @@ ordered pair; `push B` is queue 0):
 
 and a carried point of distance D also pushes D tokens before the loop (A, prime)
 and pops D after it (B, drain), so the queue is empty after the loop whatever its
-trip count and B's pop in iteration k takes the token of iteration k - D. Queues are
-not shared between points: tokens are counted, not named, so two points on one
-queue could take each other's tokens. Forward points need no acknowledgement: a
+trip count and B's pop in iteration k takes the token of iteration k - D. Points whose
+runs may overlap never share a queue (tokens are counted, not named: they could
+take each other's tokens); blocks that run one after the other reuse queues (each
+run leaves its queues empty, and a pop is enabled exactly when the push it matches
+in program order is done, however many later tokens arrive). Forward points need no acknowledgement: a
 push onto a full queue (8 tokens) blocks the pusher, which bounds how far A runs
 ahead. When a pair needs more than 8 queues, the whole program falls back to the
 `barrier` strategy (VTA's compiler: explicit syncs), counted in the stats.
@@ -37,7 +39,7 @@ push after item p covers every earlier instance of its engine.
 from __future__ import annotations
 
 from semantics.ir import QUEUES, Const, Program, Sync
-from .peers import Lowered, plan, rewrite, strip_sync
+from .peers import Lowered, allocate, plan, rewrite, strip_sync
 
 
 class OutOfQueues(Exception):
@@ -47,20 +49,21 @@ class OutOfQueues(Exception):
 def lower_tokens(program: Program) -> Program:
     """The tokens program (raises OutOfQueues)."""
     program = strip_sync(program)
-    used: dict[tuple[str, str], int] = {}
+    plans = plan(program)
+    base, height = allocate(plans, lambda block, point: [("queue", point.source, point.target, 1)])
+    for (_, source, target), count in height.items():
+        if count > QUEUES:
+            raise OutOfQueues(f"{source}->{target} needs more than {QUEUES} queues")
 
     def lower(block, point):
         a, b = point.source, point.target
-        q = used.get((a, b), 0)
-        if q >= QUEUES:
-            raise OutOfQueues(f"{a}->{b} needs more than {QUEUES} queues")
-        used[(a, b)] = q + 1
-        signal, wait = (Sync("push", b, Const(q)),), (Sync("pop", a, Const(q)),)
+        q = Const(base[(block.path, block.points.index(point), "queue")])
+        signal, wait = (Sync("push", b, q),), (Sync("pop", a, q),)
         if not point.carried:
             return Lowered(signal, wait)
         return Lowered(signal, wait, signal * point.carried, wait * point.carried)
 
-    return rewrite(program, plan(program), lower, {}, {})
+    return rewrite(program, plans, lower, {}, {})
 
 
 def tokens(program: Program) -> tuple[Program, dict]:
