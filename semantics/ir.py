@@ -269,6 +269,11 @@ def ops(program: Program) -> list[Op]:
     return [s for s in walk_stmts(program.body) if isinstance(s, Op)]
 
 
+def peer_clause(program: Program) -> Sync | None:
+    """The first peer sync clause (setflag, waitflag, push, pop) of the program, if any."""
+    return next((s for op in ops(program) for s in op.syncs), None)
+
+
 def loops(program: Program) -> list[For]:
     return [s for s in walk_stmts(program.body) if isinstance(s, For)]
 
