@@ -51,7 +51,8 @@ and a signal after item p covers every earlier instance of its engine.
 
 from __future__ import annotations
 
-from semantics.ir import FLAG_IDS, BinOp, Const, Program, Sync, Var
+from semantics.ir import FLAG_IDS, BinOp, Const, Max, Program, Sync, Var
+from .simplify import simplify
 from .peers import Lowered, allocate, plan, rewrite, strip_sync
 
 
@@ -73,6 +74,7 @@ def _pairs(forward, carried) -> bool:
     then follows B's wait of iteration k - D on the same id, and B's carried set of
     iteration k follows A's carried wait of iteration k - D."""
     return (forward.source == carried.target and forward.target == carried.source
+            and carried.before <= carried.after  # the carried point waits first
             and carried.after >= forward.before and carried.before <= forward.after)
 
 
@@ -88,13 +90,41 @@ def _partner(block, point):
     return None
 
 
+def _signals_first(point) -> bool:
+    return bool(point.carried) and point.before > point.after
+
+
 def _rings(block, point, forward_rings: int) -> int:
     partner = _partner(block, point)
     if point.carried:
-        return point.carried
+        # signalling first, A sets iteration k's flag before B waits for iteration k - D's
+        return point.carried + 1 if _signals_first(point) else point.carried
     if partner is not None:
         return partner.carried
     return forward_rings if block.loop is not None else 1
+
+
+def _signal_first(loop, point, flag: int, credit: int, rings: int, signal) -> Lowered:
+    """A carried point that signals before it waits in an iteration (a prefetch: y in
+    iteration k + D reads what x wrote in iteration k, x's item first). With R = D + 1
+    rings, iteration v sets ring v % R and waits for ring (v - D) % R = (v + 1) % R; the
+    prime sets the rings of the D iterations before the first, (lo - D + j) % R, and the
+    drain takes those of the last D, (max(hi, lo) - D + j) % R: both are expressions of
+    the loop's bounds, evaluated outside the loop."""
+    a, b = point.source, point.target
+    shifted = BinOp("%", BinOp("+", Var(loop.var), Const(1)), Const(rings))
+    wait = (Sync("waitflag", a, BinOp("+", Const(flag), shifted)),
+            Sync("setflag", a, BinOp("+", Const(credit), shifted)))
+
+    def ring(base, bound, j):
+        return simplify(BinOp("+", Const(base), BinOp("%", BinOp("+", bound, Const(j + 1)), Const(rings))))
+
+    last = Max(loop.hi, loop.lo)
+    prime = tuple(s for j in range(point.carried) for s in (
+        Sync("waitflag", b, ring(credit, loop.lo, j)), Sync("setflag", b, ring(flag, loop.lo, j))))
+    drain = tuple(s for j in range(point.carried) for s in (
+        Sync("waitflag", a, ring(flag, last, j)), Sync("setflag", a, ring(credit, last, j))))
+    return Lowered(signal, wait, prime, drain)
 
 
 def lower_flags(program: Program, forward_rings: int = 2) -> Program:
@@ -139,6 +169,8 @@ def lower_flags(program: Program, forward_rings: int = 2) -> Program:
             wait = (Sync("waitflag", a, f), Sync("setflag", a, c))
         if not point.carried:
             return Lowered(signal, wait)
+        if _signals_first(point):
+            return _signal_first(block.loop, point, flag, credit, rings, signal)
         prime = tuple(s for r in range(rings) for s in (Sync("waitflag", b, Const(credit + r)),
                                                          Sync("setflag", b, Const(flag + r))))
         drain = tuple(s for r in range(rings) for s in (Sync("waitflag", a, Const(flag + r)),

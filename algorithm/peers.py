@@ -13,17 +13,19 @@ writing (decided with Z3 over the sites' iteration domains, `unknown` counts as
 - in different items p < q of one block, in the same run of the block: an *edge*
   A -> B (p, q): B must wait, before item q, for A's signal after item p;
 - within a loop body, across iterations (x in iteration k, y in iteration k + d,
-  d >= 1): if x's item comes first (p < q) the same-iteration edge covers it (the
-  signal of iteration k + d follows all of iteration k); otherwise (q <= p) it is a
-  *carried* edge of distance d: B waits, before item q, for A's signal after item p
-  of D iterations earlier, D = 1 if d = 1 is possible, else 2 (double buffers).
+  d >= 1): a *carried* edge of distance d, unless a same-iteration point of the pair
+  already orders it (`_covered`): B waits, before item q, for A's signal after item
+  p of D iterations earlier, D = 1 if d = 1 is possible, else 2 (double buffers).
 
 Per block and ordered engine pair, edges are grouped so that each group is one
 sync point: forward groups by a greedy stabbing of the intervals (p, q] (cut at the
 smallest q, every edge with p before the cut joins), signalling after the group's
-last producer item and waiting before its first consumer item; all carried edges
-of the pair in one carried sync (signal after the last producer item, wait before
-the first consumer item, the smallest distance). Each sync point is then sound by
+last producer item and waiting before its first consumer item; the remaining carried
+edges of the pair in one carried sync (signal after the last producer item, wait
+before the first consumer item, the smallest distance). A carried point either
+waits before it signals in an iteration (`before <= after`, as for buffer reuse)
+or signals first (`before > after`: y reads in iteration k + 1 what x wrote in
+iteration k, as for a prefetch); the lowerings handle both. Each sync point is then sound by
 construction: a signal covers every earlier instance of its engine.
 """
 
@@ -123,11 +125,19 @@ def _group_forward(edges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(p, cut) for p, cut in groups]
 
 
+def _covered(groups: list[tuple[int, int]], p: int, q: int, d: int) -> bool:
+    """Does a same-iteration point of the pair already order x (item p, iteration k)
+    before y (item q, iteration k + d)? B's wait before item C of iteration k + d (when
+    C <= q), or of iteration k + d - 1 (always before y), follows A's signal after item P
+    of that iteration, which follows all of A's iteration k (and its item p if P >= p)."""
+    return any(cut <= q or d >= 2 or after >= p for after, cut in groups)
+
+
 def plan_block(conflicts: _Conflicts, body: tuple, loop: For | None, shared: tuple[str, ...]) -> list[SyncPoint]:
     """Sync points of one block; `shared` are the enclosing loop variables (equal for
     both instances in one run of the block)."""
     items = [_ops_in(stmt) for stmt in body]
-    forward: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    same: dict[tuple[str, str], list[tuple[int, int]]] = {}
     carried: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
     for p, xs in enumerate(items):
         for q in range(p, len(items)):
@@ -136,23 +146,22 @@ def plan_block(conflicts: _Conflicts, body: tuple, loop: For | None, shared: tup
                     if x.engine == y.engine or not conflicting_pairs(x, y):
                         continue
                     if p < q and conflicts.may(x.name, y.name, shared + ((loop.var,) if loop else ()), None, 0, False):
-                        forward.setdefault((x.engine, y.engine), []).append((p, q))
+                        same.setdefault((x.engine, y.engine), []).append((p, q))
                     if loop is None:
                         continue
                     # across iterations, both ways: producer in the earlier iteration
                     for (a, ia), (b, ib) in (((x, p), (y, q)), ((y, q), (x, p))):
-                        if not conflicts.may(a.name, b.name, shared, loop.var, 1, False):
-                            continue
-                        if ia < ib:
-                            forward.setdefault((a.engine, b.engine), []).append((ia, ib))
-                        else:
+                        if conflicts.may(a.name, b.name, shared, loop.var, 1, False):
                             distance = 1 if conflicts.may(a.name, b.name, shared, loop.var, 1, True) else 2
                             carried.setdefault((a.engine, b.engine), []).append((ia, ib, distance))
-    points = []
-    for (a, b), edges in sorted(forward.items()):
-        points += [SyncPoint(a, b, p, q, 0) for p, q in _group_forward(edges)]
-    for (a, b), edges in sorted(carried.items()):
-        points.append(SyncPoint(a, b, max(e[0] for e in edges), min(e[1] for e in edges), min(e[2] for e in edges)))
+    points, groups = [], {}
+    for pair, edges in sorted(same.items()):
+        groups[pair] = _group_forward(edges)
+        points += [SyncPoint(*pair, p, q, 0) for p, q in groups[pair]]
+    for pair, edges in sorted(carried.items()):
+        left = [e for e in edges if not _covered(groups.get(pair, []), *e)]
+        if left:
+            points.append(SyncPoint(*pair, max(e[0] for e in left), min(e[1] for e in left), min(e[2] for e in left)))
     return points
 
 

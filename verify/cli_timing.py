@@ -168,13 +168,16 @@ def cmd_bench(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    others = [s for s in BENCH_STRATEGIES if s not in ("oracle", "threshold", "barrier")]
     print(f"profile {profile.name}; cycles at the kernels' default parameters; speed-up = barrier cycles / "
-          f"strategy cycles; vs oracle = strategy cycles / oracle cycles")
-    print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}")
+          f"threshold cycles; vs oracle = threshold cycles / oracle cycles; peers: cycles (their ratio to oracle)")
+    print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}"
+          + "".join(f" {s:>18}" for s in others))
     for kernel in dict.fromkeys(r["kernel"] for r in rows):
         by = {r["strategy"]: r for r in rows if r["kernel"] == kernel}
         t = by["threshold"]
+        peers = "".join(f" {by[s]['cycles']:>10.0f} ({by[s]['vs_oracle']:.3f})" for s in others)
         print(f"{kernel:<28} {by['oracle']['cycles']:>10.0f} {t['cycles']:>10.0f} {by['barrier']['cycles']:>10.0f} "
-              f"{t['vs_barrier']:>8.2f}x {t['vs_oracle']:>9.3f}")
+              f"{t['vs_barrier']:>8.2f}x {t['vs_oracle']:>9.3f}{peers}")
     print(f"({len(paths)} kernels in {time.monotonic() - start:.1f} s)")
     return 0

@@ -18,9 +18,10 @@ Timing rules, with the costs of a `Profile`:
   scheduler holds the released engines for that long);
 - peer primitives (docs/peers.md): each `waitflag` costs `flag_wait_cycles` and each
   `pop` `token_pop_cycles` before the issue (like a wait); each `setflag` costs
-  `flag_set_cycles` and each `push` `token_push_cycles` after the completion, before
-  the engine's next instance (the signal itself is visible at the completion; its
-  travel time to a stalled consumer is the consumer's `wake_cycles`);
+  `flag_set_cycles` and each `push` `token_push_cycles` after the instance's own
+  time, before its completion (the set or push is an instruction after the op on the
+  same engine; the signal is visible at the completion, and its travel time to a
+  stalled consumer is the consumer's `wake_cycles`);
 - tracking loop counts costs `iteration_cycles` per started iteration of a tracked
   loop (one whose `iters(v)` appears in a threshold), on every engine, paid before
   the engine's next instance (every engine evaluates every loop bound).
@@ -237,6 +238,10 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
                     end = start + max(instances[y].op.lat, minimum)
                     busy[e] += end - start
                     slices.append(Slice(e, "op", start, end, instances[y].describe()))
+                    if signal[y]:  # the set / push instructions run before the completion is seen
+                        slices.append(Slice(e, "overhead", end, end + signal[y], "sync signal"))
+                        overhead[e] += signal[y]
+                        end += signal[y]
                     heapq.heappush(completions, (end, y, e))
                     paid[e] = False
                     progressed = True
@@ -259,10 +264,7 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
         if not oracle and machine.error(state):
             raise HardwareError(f"hardware error at cycle {now:.0f}: {machine.error(state)} "
                                 f"(`syncproof verify` shows why)")
-        if signal[y]:
-            slices.append(Slice(e, "overhead", now, now + signal[y], "sync signal"))
-            overhead[e] += signal[y]
-        ready[e] = max(ready[e], now + signal[y])
+        ready[e] = max(ready[e], now)
         if not oracle:
             _barrier_pass(before, state, e, now, costs, ready, slices, stall, completions)
     cycles = max((s.end for s in slices if s.kind == "op"), default=0.0)
