@@ -249,6 +249,12 @@ def rewrite(program: Program, plans: list[BlockPlan], lower, start: dict, end: d
                 case If():
                     then, _, _ = visit(stmt.then, path + ((index, "then"),))
                     else_, _, _ = visit(stmt.else_, path + ((index, "else"),))
+                    # Exactly one branch runs: a wait before (a signal after) the `if`
+                    # may sit at the start (end) of each branch instead, on the branch's
+                    # first (last) op when it is the engine's, saving a sync-only op.
+                    then, else_ = (_into_branch(branch, before[index], after[index], sync_op)
+                                   for branch in (then, else_))
+                    before[index], after[index] = {}, {}
                     stmt = attrs.evolve(stmt, then=then, else_=else_)
                 case Barrier():
                     pass
@@ -288,6 +294,18 @@ def allocate(plans: list[BlockPlan], need) -> tuple[dict, dict]:
 
     visit(next(b for b in plans if not b.path), {})
     return base, height
+
+
+def _into_branch(branch: tuple, first: dict, last: dict, sync_op) -> tuple:
+    branch = list(branch)
+    head, tail = [], []
+    for table, at, extra in ((first, 0, head), (last, -1, tail)):
+        for engine, clauses in table.items():
+            if branch and isinstance(branch[at], Op) and branch[at].engine == engine:
+                branch[at] = attrs.evolve(branch[at], syncs=_ordered(branch[at].syncs + tuple(clauses)))
+            else:
+                extra.append(sync_op(engine, clauses))
+    return tuple(head + branch + tail)
 
 
 def _ordered(clauses) -> tuple[Sync, ...]:
