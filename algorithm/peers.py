@@ -18,9 +18,9 @@ writing (decided with Z3 over the sites' iteration domains, `unknown` counts as
   p of D iterations earlier, D = 1 if d = 1 is possible, else 2 (double buffers).
 
 Per block and ordered engine pair, edges are grouped so that each group is one
-sync point: forward groups by a greedy stabbing of the intervals (p, q] (cut at the
-smallest q, every edge with p before the cut joins), signalling after the group's
-last producer item and waiting before its first consumer item; the remaining carried
+sync point: same-iteration edges into a staircase of points (each consumer item
+waits for the last producer item into it, unless an earlier wait of the engine
+already covered that: as tight as one point per edge, with fewer points); the remaining carried
 edges of the pair in one carried sync (signal after the last producer item, wait
 before the first consumer item, the smallest distance). A carried point either
 waits before it signals in an iteration (`before <= after`, as for buffer reuse)
@@ -115,14 +115,19 @@ def _ops_in(stmt) -> list[Op]:
 
 
 def _group_forward(edges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Greedy stabbing of intervals (p, q]: returns (signal after, wait before) per group."""
-    groups: list[list[int]] = []  # [last producer item, cut]
-    for p, q in sorted(edges, key=lambda e: (e[1], e[0])):
-        if groups and p < groups[-1][1]:
-            groups[-1][0] = max(groups[-1][0], p)
-        else:
-            groups.append([p, q])
-    return [(p, cut) for p, cut in groups]
+    """Sync points (signal after, wait before) for same-iteration edges (p, q), as tight
+    as one point per edge: a wait before item q needs the signal after the last
+    producer item into q; it is kept only when that signal comes after every signal
+    an earlier wait of B already waited for (a staircase)."""
+    last: dict[int, int] = {}
+    for p, q in edges:
+        last[q] = max(last.get(q, -1), p)
+    points, reached = [], -1
+    for q in sorted(last):
+        if last[q] > reached:
+            points.append((last[q], q))
+            reached = last[q]
+    return points
 
 
 def _covered(groups: list[tuple[int, int]], p: int, q: int, d: int) -> bool:
