@@ -12,7 +12,7 @@ out. This module follows those rules on the shared plan of algorithm/peers.py; t
 code is written from that description, not copied.
 
 Rule. Every sync point A -> B of the plan becomes R *rings* (R = 2 for a
-same-iteration point in a loop, R = D for a carried point of distance D, else 1),
+same-iteration point in a loop, R = D + 1 for a carried point of distance D, else 1),
 ring r = (a flag A -> B, id f + r; a credit flag B -> A, id c + r), selected by
 `v % R` for the loop variable v (consecutive iterations use consecutive rings, so
 parity for R = 2):
@@ -20,12 +20,15 @@ parity for R = 2):
     A, after item `after`:  waitflag B:c + v % R   setflag B:f + v % R
     B, before item `before`: waitflag A:f + v % R   setflag A:c + v % R
 
+(for a carried point B's ring is (v + 1) % R = (v - D) % R: the one A set D
+iterations earlier; see `_shifted_rings`).
+
 The credit is what makes 1-bit flags safe: A sets flag f only after B has consumed
 its previous set (B returns the credit), so no flag is ever set twice, however far
 ahead A runs (at most R iterations). Every credit is set once at the program's start
 (B) and consumed once at its end (A). A carried point of distance D additionally
-primes its R = D flags before the loop (A: credit wait + set, one per ring; the first
-D iterations of B match them) and drains them after the loop (B: wait + credit set),
+primes D flags before the loop (A: credit wait + set, one per ring; the first D
+iterations of B match them) and drains D after the loop (B: wait + credit set),
 so each ring is back to "flag clear, credit set" after the loop whatever its trip
 count (zero included), and the next run of the loop (an enclosing loop) starts clean.
 
@@ -40,9 +43,11 @@ Ids are allocated per ordered engine pair (8 per pair): a flag id is never share
 by points whose runs may overlap, and is reused by blocks that run one after the
 other (two loops in a row, the branches of an `if`), since every ring is back to
 "flag clear, credit set" after each run; credit ids stay set between uses, so on
-each pair they sit above every flag id. When they do not fit, same-
-iteration points drop to one ring; when they still do not fit, the whole program
-falls back to the `barrier` strategy (Ascend: a full barrier), counted in the stats.
+each pair they sit above every flag id. When they do not fit, carried
+points that wait before they signal drop to D rings (whose credit then comes from
+B's wait of the same iteration), then same-iteration points to one ring, then both;
+when they still do not fit, the whole program falls back to the `barrier` strategy
+(Ascend: a full barrier), counted in the stats.
 
 Sound and deadlock-free by construction: every wait's matching set comes earlier
 in program order (so the program-order run is a run, and the waits are monotone),
@@ -90,27 +95,33 @@ def _partner(block, point):
     return None
 
 
-def _signals_first(point) -> bool:
-    return bool(point.carried) and point.before > point.after
+def _shifted(block, point, compact: bool) -> bool:
+    """A carried point not paired with a forward one: D + 1 rings (see `_shifted_rings`);
+    `compact` (when ids are short): only if it signals before it waits, else D rings
+    whose credit comes from B's wait of the same iteration."""
+    if not point.carried or _partner(block, point) is not None:
+        return False
+    return not compact or point.before > point.after
 
 
-def _rings(block, point, forward_rings: int) -> int:
+def _rings(block, point, forward_rings: int, compact: bool = False) -> int:
     partner = _partner(block, point)
     if point.carried:
-        # signalling first, A sets iteration k's flag before B waits for iteration k - D's
-        return point.carried + 1 if _signals_first(point) else point.carried
+        return point.carried + 1 if _shifted(block, point, compact) else point.carried
     if partner is not None:
         return partner.carried
     return forward_rings if block.loop is not None else 1
 
 
-def _signal_first(loop, point, flag: int, credit: int, rings: int, signal) -> Lowered:
-    """A carried point that signals before it waits in an iteration (a prefetch: y in
-    iteration k + D reads what x wrote in iteration k, x's item first). With R = D + 1
-    rings, iteration v sets ring v % R and waits for ring (v - D) % R = (v + 1) % R; the
-    prime sets the rings of the D iterations before the first, (lo - D + j) % R, and the
-    drain takes those of the last D, (max(hi, lo) - D + j) % R: both are expressions of
-    the loop's bounds, evaluated outside the loop."""
+def _shifted_rings(loop, point, flag: int, credit: int, rings: int, signal) -> Lowered:
+    """A carried point without a partner. With R = D + 1 rings, iteration v sets ring
+    v % R and waits for ring (v - D) % R = (v + 1) % R, so a ring's next set (iteration
+    k + D + 1) comes after its wait (iteration k + D) whichever of the two comes first in
+    the body (a prefetch signals first), and A's credit comes from B's wait of the
+    previous iteration, not of this one (a credit returned by a long op of this
+    iteration would hold A back). The prime sets the rings of the D iterations before
+    the first, (lo - D + j) % R, and the drain takes those of the last D,
+    (max(hi, lo) - D + j) % R: expressions of the loop's bounds, evaluated outside it."""
     a, b = point.source, point.target
     shifted = BinOp("%", BinOp("+", Var(loop.var), Const(1)), Const(rings))
     wait = (Sync("waitflag", a, BinOp("+", Const(flag), shifted)),
@@ -127,13 +138,13 @@ def _signal_first(loop, point, flag: int, credit: int, rings: int, signal) -> Lo
     return Lowered(signal, wait, prime, drain)
 
 
-def lower_flags(program: Program, forward_rings: int = 2) -> Program:
+def lower_flags(program: Program, forward_rings: int = 2, compact: bool = False) -> Program:
     """The flags program (raises OutOfIds)."""
     program = strip_sync(program)
     plans = plan(program)
 
     def need(block, point):
-        rings = _rings(block, point, forward_rings)
+        rings = _rings(block, point, forward_rings, compact)
         out = [("flag", point.source, point.target, rings)]
         if point.carried or _partner(block, point) is None:
             out.append(("credit", point.target, point.source, rings))
@@ -153,7 +164,7 @@ def lower_flags(program: Program, forward_rings: int = 2) -> Program:
         a, b = point.source, point.target
         var = block.loop.var if block.loop is not None else None
         n = block.points.index(point)
-        rings = _rings(block, point, forward_rings)
+        rings = _rings(block, point, forward_rings, compact)
         flag = base[(block.path, n, "flag")]
         f = _id(flag, var, rings)
         if (block.path, n, "credit") not in base:
@@ -169,8 +180,8 @@ def lower_flags(program: Program, forward_rings: int = 2) -> Program:
             wait = (Sync("waitflag", a, f), Sync("setflag", a, c))
         if not point.carried:
             return Lowered(signal, wait)
-        if _signals_first(point):
-            return _signal_first(block.loop, point, flag, credit, rings, signal)
+        if _shifted(block, point, compact):
+            return _shifted_rings(block.loop, point, flag, credit, rings, signal)
         prime = tuple(s for r in range(rings) for s in (Sync("waitflag", b, Const(credit + r)),
                                                          Sync("setflag", b, Const(flag + r))))
         drain = tuple(s for r in range(rings) for s in (Sync("waitflag", a, Const(flag + r)),
@@ -188,14 +199,15 @@ def lower_flags(program: Program, forward_rings: int = 2) -> Program:
 
 
 def flags(program: Program) -> tuple[Program, dict]:
-    """The flags strategy and its statistics."""
+    """The flags strategy and its statistics: the fewest rings only when ids run short."""
     from .barrier import barrier
 
     notes = []
-    for rings in (2, 1):
+    for rings, compact in ((2, False), (2, True), (1, False), (1, True)):
         try:
-            return lower_flags(program, rings), {"fallback": 0, "forward_rings": rings, "notes": notes}
+            return lower_flags(program, rings, compact), {"fallback": 0, "forward_rings": rings,
+                                                          "compact": compact, "notes": notes}
         except OutOfIds as why:
-            notes.append(f"with {rings} ring(s) per same-iteration point: {why}")
+            notes.append(f"with {rings} ring(s) per same-iteration point{', compact' if compact else ''}: {why}")
     notes.append("fell back to the barrier strategy (Ascend: a full barrier when event ids run out)")
     return barrier(strip_sync(program)), {"fallback": 1, "forward_rings": 0, "notes": notes}
