@@ -181,7 +181,7 @@ def test_peer_output_is_sound_on_generated_programs(program):
 
 
 @pytest.mark.slow
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(programs(max_depth=3, engines=(2, 5)))
 def test_peer_output_is_sound_on_more_generated_programs(program):
     for strategy in PEERS:
