@@ -8,7 +8,7 @@ from typing import Callable
 import attrs
 
 from semantics.errors import UsageError
-from semantics.ir import Barrier, Op, Program, walk_stmts
+from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
 
 
 @attrs.frozen
@@ -40,10 +40,18 @@ def _sync_manual(program: Program) -> SyncResult:
     return SyncResult(program, {"strategy": "manual", **_counts(program)})
 
 
+def _without_peer_clauses(program: Program) -> Program:
+    """A strategy replaces the input's synchronization, peer clauses included."""
+    if not any(op.syncs for op in walk_stmts(program.body) if isinstance(op, Op)):
+        return program
+    return attrs.evolve(program, body=map_ops(program.body, lambda op: attrs.evolve(op, syncs=())))
+
+
 def _sync_threshold(program: Program) -> SyncResult:
     from .irredundant import irredundant
     from .threshold import apply_plan, plan_thresholds
 
+    program = _without_peer_clauses(program)
     plan = plan_thresholds(program)
     kept, dropped = irredundant(program, plan)
     synced = apply_plan(program, kept)
@@ -57,6 +65,7 @@ def _sync_threshold(program: Program) -> SyncResult:
 def _sync_barrier(program: Program) -> SyncResult:
     from .barrier import barrier, plan_barrier
 
+    program = _without_peer_clauses(program)
     synced = barrier(program)
     return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan_barrier(program).dependence_pairs,
                                **_counts(synced), "dropped_redundant": 0})
@@ -86,7 +95,7 @@ def barrier(program: Program) -> Program:
     """The barrier baseline (algorithm/barrier.py)."""
     from .barrier import barrier as run
 
-    return run(program)
+    return run(_without_peer_clauses(program))
 
 
 STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {

@@ -96,6 +96,16 @@ def test_ids_out_of_range_at_run_time_are_kernel_errors(tmp_path, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("strategy", ["threshold", "barrier", "flags", "tokens"])
+def test_every_strategy_replaces_the_input_peer_clauses(strategy):
+    flagged = get_strategy("flags")(parse_file(str(ROOT / "kernels" / "pipeline_db.sync"))).program
+    out = get_strategy(strategy)(flagged).program
+    kinds = {s.kind for op in walk_stmts(out.body) if isinstance(op, Op) for s in op.syncs}
+    assert kinds == ({"setflag", "waitflag"} if strategy == "flags" else {"push", "pop"} if strategy == "tokens"
+                     else set())
+    assert check(out, param_bounds(out, 2), SOUNDNESS).holds
+
+
 def test_z3_and_lean_refuse_peer_clauses(tmp_path, capsys):
     kernel = str(ROOT / "kernels" / "pipeline_db.sync")
     assert main(["verify", kernel, "--strategy", "flags", "--engine", "z3", "--param", "N=0..1"]) == 2

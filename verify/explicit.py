@@ -114,7 +114,11 @@ def _witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
                 wait = y.op.waits[n]
                 lines.append(f"  its wait {wait.engine} >= {t} (line {wait.loc.line if wait.loc else '?'}) "
                              f"held: C[{engines[f]}] = {ctr.counter(c, f)}")
-            if not y.waits:
+            for kind, other, ident in y.syncs:
+                if kind in ("waitflag", "pop"):
+                    lines.append(f"  its {kind} {engines[other]}:{ident} held (line {y.op.loc.line if y.op.loc else '?'}): "
+                                 f"an earlier signal of {engines[other]} satisfied it")
+            if not y.waits and not any(k in ("waitflag", "pop") for k, _, _ in y.syncs):
                 lines.append(f"  {name} has no wait clause")
         else:
             blocked = ctr.blocking_waits(c, y)
