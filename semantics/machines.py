@@ -2,8 +2,8 @@
 
 A machine has `initial()`, `enabled(state)` (the labels it may take),
 `step(state, label)` (for an enabled label) and `final(state)`. States are
-immutable tuples of ints, one per engine, so any checker, timing model or search
-can run any machine unchanged.
+immutable tuples of ints, one per engine (then the peer primitives' state, see
+`Counter`), so any checker, timing model or search can run any machine unchanged.
 
 Both machines run every engine's projection of the program in order, one instance
 at a time: an engine issues its next instance when its machine allows, and later
