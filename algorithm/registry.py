@@ -8,7 +8,7 @@ from typing import Callable
 import attrs
 
 from semantics.errors import UsageError
-from semantics.ir import Barrier, Op, Program, walk_stmts
+from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
 
 
 @attrs.frozen
@@ -24,20 +24,34 @@ def manual(program: Program) -> Program:
 
 def _counts(program: Program) -> dict:
     stmts = list(walk_stmts(program.body))
-    return {
+    counts = {
         "waits": sum(len(s.waits) for s in stmts if isinstance(s, Op)),
         "barriers": sum(1 for s in stmts if isinstance(s, Barrier)),
     }
+    syncs = [c.kind for s in stmts if isinstance(s, Op) for c in s.syncs]
+    for kind in dict.fromkeys(syncs):
+        counts[kind] = syncs.count(kind)
+    if syncs:
+        counts["sync_only_ops"] = sum(1 for s in stmts if isinstance(s, Op) and s.syncs and not (s.reads or s.writes))
+    return counts
 
 
 def _sync_manual(program: Program) -> SyncResult:
     return SyncResult(program, {"strategy": "manual", **_counts(program)})
 
 
+def _without_peer_clauses(program: Program) -> Program:
+    """A strategy replaces the input's synchronization, peer clauses included."""
+    if not any(op.syncs for op in walk_stmts(program.body) if isinstance(op, Op)):
+        return program
+    return attrs.evolve(program, body=map_ops(program.body, lambda op: attrs.evolve(op, syncs=())))
+
+
 def _sync_threshold(program: Program) -> SyncResult:
     from .irredundant import irredundant
     from .threshold import apply_plan, plan_thresholds
 
+    program = _without_peer_clauses(program)
     plan = plan_thresholds(program)
     kept, dropped = irredundant(program, plan)
     synced = apply_plan(program, kept)
@@ -51,6 +65,7 @@ def _sync_threshold(program: Program) -> SyncResult:
 def _sync_barrier(program: Program) -> SyncResult:
     from .barrier import barrier, plan_barrier
 
+    program = _without_peer_clauses(program)
     synced = barrier(program)
     return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan_barrier(program).dependence_pairs,
                                **_counts(synced), "dropped_redundant": 0})
@@ -63,6 +78,20 @@ def _sync_snax_barrier(program: Program) -> SyncResult:
     return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
 
 
+def _sync_flags(program: Program) -> SyncResult:
+    from .flags import flags
+
+    synced, stats = flags(program)
+    return SyncResult(synced, {"strategy": "flags", **_counts(synced), **stats})
+
+
+def _sync_tokens(program: Program) -> SyncResult:
+    from .tokens import tokens
+
+    synced, stats = tokens(program)
+    return SyncResult(synced, {"strategy": "tokens", **_counts(synced), **stats})
+
+
 def threshold(program: Program) -> Program:
     """The barrier-free algorithm with redundant waits dropped (algorithm/threshold.py,
     algorithm/irredundant.py)."""
@@ -73,18 +102,20 @@ def barrier(program: Program) -> Program:
     """The barrier baseline (algorithm/barrier.py)."""
     from .barrier import barrier as run
 
-    return run(program)
+    return run(_without_peer_clauses(program))
 
 
 STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {
     "threshold": _sync_threshold,
     "barrier": _sync_barrier,
+    "flags": _sync_flags,
+    "tokens": _sync_tokens,
     "manual": _sync_manual,
     "snax-barrier": _sync_snax_barrier,  # SNAX's insert-sync-barrier; MLIR-imported programs only
 }
 
 # Named in DESIGN.md but built by a later issue.
-PLANNED = {"flags": "issue 6", "tokens": "issue 6"}
+PLANNED: dict[str, str] = {}
 
 
 def get_strategy(name: str) -> Callable[[Program], SyncResult]:
@@ -103,6 +134,11 @@ def stats_line(stats: dict) -> str:
     if "dropped_redundant" in stats:
         parts.append(f"{stats['dropped_redundant']} dropped as redundant")
     parts.append(f"{stats['barriers']} barriers")
+    for kind in ("setflag", "waitflag", "push", "pop"):
+        if stats.get(kind):
+            parts.append(f"{stats[kind]} {kind}")
+    if stats.get("fallback"):
+        parts.append("fell back to barrier")
     if stats.get("conservative"):
         parts.append(f"{stats['conservative']} conservative (not exact)")
     return ", ".join(parts)

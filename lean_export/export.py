@@ -19,7 +19,7 @@ import attrs
 
 from algorithm.registry import get_strategy
 from semantics.errors import UsageError
-from semantics.ir import Program
+from semantics.ir import Program, peer_clause
 
 from .printer import base_name, camel_name, lean_program, lean_valuation, module_name, valuation_suffix
 
@@ -143,6 +143,11 @@ def export_files(program: Program, source_name: str, strategy: str = "threshold"
     if max_param < 0:
         raise UsageError("--max-param must be non-negative")
     synced = get_strategy(strategy)(program).program
+    clause = peer_clause(synced)
+    if clause is not None:
+        # The Lean semantics has no flag or token state: refuse rather than prove the wrong thing.
+        raise UsageError(f"the Lean export does not support the peer clause '{clause.kind}' "
+                         f"(strategy {strategy}): export a program with waits and barriers only")
     name = program.name or Path(source_name).stem
     module = module_name(name)
     plan = planner(synced, max_param)

@@ -152,6 +152,26 @@ class Wait:
     loc: Loc | None = _loc()
 
 
+SYNC_KINDS = ("setflag", "waitflag", "push", "pop")
+# Completion-time kinds act after the instance completes; the others are part of its issue.
+SIGNAL_KINDS = ("setflag", "push")
+FLAG_IDS = 8  # 1-bit flags per ordered engine pair (Ascend: 8 event ids)
+QUEUES = 8  # token queues per ordered engine pair
+TOKEN_DEPTH = 8  # tokens a queue holds; a push onto a full queue blocks the pusher
+
+
+@attrs.frozen(cache_hash=True)
+class Sync:
+    """A peer's sync primitive on an op (docs/peers.md):
+    `setflag E:id` / `push E:q` act when the instance completes, towards engine E;
+    `waitflag E:id` / `pop E:q` are part of its issue, on the flag or queue from E."""
+
+    kind: str  # one of SYNC_KINDS
+    engine: str
+    id: Expr
+    loc: Loc | None = _loc()
+
+
 @attrs.frozen(cache_hash=True)
 class Op:
     engine: str
@@ -162,6 +182,7 @@ class Op:
     waits: tuple[Wait, ...] = ()
     loc: Loc | None = _loc()
     name_loc: Loc | None = _loc()
+    syncs: tuple[Sync, ...] = ()  # flag and token clauses, in source order
 
 
 @attrs.frozen(cache_hash=True)
@@ -246,6 +267,11 @@ def walk_expr(node):
 def ops(program: Program) -> list[Op]:
     """All ops of the program in source order."""
     return [s for s in walk_stmts(program.body) if isinstance(s, Op)]
+
+
+def peer_clause(program: Program) -> Sync | None:
+    """The first peer sync clause (setflag, waitflag, push, pop) of the program, if any."""
+    return next((s for op in ops(program) for s in op.syncs), None)
 
 
 def loops(program: Program) -> list[For]:

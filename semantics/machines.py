@@ -2,8 +2,8 @@
 
 A machine has `initial()`, `enabled(state)` (the labels it may take),
 `step(state, label)` (for an enabled label) and `final(state)`. States are
-immutable tuples of ints, one per engine, so any checker, timing model or search
-can run any machine unchanged.
+immutable tuples of ints, one per engine (then the peer primitives' state, see
+`Counter`), so any checker, timing model or search can run any machine unchanged.
 
 Both machines run every engine's projection of the program in order, one instance
 at a time: an engine issues its next instance when its machine allows, and later
@@ -19,12 +19,21 @@ completes it. Labels are `issue(y)` and `complete(y)` for instances y.
   only moves on after completing its instance, so nothing is in flight then), and
   then all pass together with the counters reset. Passing is not a visible step:
   it happens as soon as the last engine arrives.
+  Peer primitives (docs/peers.md) extend its state, only for programs that use them:
+  1-bit flags per (engine -> engine, id) and token counts per (engine -> engine,
+  queue). `waitflag`/`pop` are part of the issue (the flag must be set, the queue
+  non-empty; issuing clears / pops), and an instance that will `push` onto a full
+  queue does not issue (the hardware blocks the pusher). `setflag`/`push` act at the
+  completion. Setting a flag that is already set is a hardware error on Ascend: the
+  machine goes to an error state (no step enabled; `error(state)` says why) and the
+  checker reports it as unsound.
 """
 
 from __future__ import annotations
 
 from typing import Hashable, NamedTuple, Protocol
 
+from .ir import FLAG_IDS, TOKEN_DEPTH
 from .sequential import Instance, Unrolled, producers, requirements
 
 ISSUE = "issue"
@@ -92,13 +101,17 @@ class Reference:
 
 
 class Counter:
-    """State: per engine, 2 * (position in its stream, barriers included) + (1 if busy)."""
+    """State: per engine, 2 * (position in its stream, barriers included) + (1 if busy);
+    then, only if the program uses peer primitives, the set flags as one bit mask
+    (negative: the error state, -1 - the flag set twice) and one count per token queue."""
 
     def __init__(self, unrolled: Unrolled):
         self.unrolled = unrolled
         self.streams = unrolled.streams
+        self.engines = len(unrolled.streams)
         self.engine_of = tuple(i.engine for i in unrolled.instances)
         self.waits = tuple(i.waits for i in unrolled.instances)
+        self._compile_syncs(unrolled)
         # since[e][pos]: instances of e completed since the last barrier, when e is at pos.
         self.since = []
         for stream in self.streams:
@@ -109,43 +122,133 @@ class Counter:
             counts.append(count)
             self.since.append(tuple(counts))
 
+    def _compile_syncs(self, unrolled: Unrolled) -> None:
+        """Per instance: the flag bits it waits for / sets, and its pops / pushes as
+        (queue slot, count). Queues get state slots in order of first use."""
+        n = self.engines
+        queues: dict = {}
+        self.wait_bits, self.set_bits, self.pops, self.pushes = [], [], [], []
+        for inst in unrolled.instances:
+            wait_bits, set_bits, pops, pushes = 0, [], {}, {}
+            for kind, other, ident in inst.syncs:
+                if kind == "waitflag":
+                    wait_bits |= 1 << self.flag_index(other, inst.engine, ident)
+                elif kind == "setflag":
+                    set_bits.append(self.flag_index(inst.engine, other, ident))
+                else:
+                    key = (other, inst.engine, ident) if kind == "pop" else (inst.engine, other, ident)
+                    slot = queues.setdefault(key, n + 1 + len(queues))
+                    table = pops if kind == "pop" else pushes
+                    table[slot] = table.get(slot, 0) + 1
+            self.wait_bits.append(wait_bits)
+            self.set_bits.append(tuple(set_bits))
+            self.pops.append(tuple(pops.items()))
+            self.pushes.append(tuple(pushes.items()))
+        self.queues = tuple(queues)  # (from engine, to engine, queue id), by slot - n - 1
+        self.has_syncs = any(i.syncs for i in unrolled.instances)
+
+    def flag_index(self, source: int, target: int, ident: int) -> int:
+        return (source * self.engines + target) * FLAG_IDS + ident
+
+    def flag_name(self, index: int) -> str:
+        engines = self.unrolled.program.engines
+        pair, ident = divmod(index, FLAG_IDS)
+        source, target = divmod(pair, self.engines)
+        return f"{engines[source]}->{engines[target]}:{ident}"
+
     def initial(self) -> tuple[int, ...]:
-        return self._pass_barriers((0,) * len(self.streams))
+        extra = (0,) * (1 + len(self.queues)) if self.has_syncs else ()
+        return self._pass_barriers((0,) * len(self.streams) + extra)
 
     def counter(self, state, engine: int) -> int:
         return self.since[engine][state[engine] >> 1]
 
+    def error(self, state) -> str | None:
+        """Why the state is a hardware error (a flag set while set), or None."""
+        if self.has_syncs and state[self.engines] < 0:
+            return f"flag {self.flag_name(-1 - state[self.engines])} set while already set"
+        return None
+
+    def _sync_allows(self, state, y: int) -> bool:
+        flags = state[self.engines]
+        if self.wait_bits[y] & ~flags:
+            return False
+        if any(state[slot] < count for slot, count in self.pops[y]):
+            return False
+        return all(state[slot] + count <= TOKEN_DEPTH for slot, count in self.pushes[y])
+
     def enabled(self, state) -> tuple[Label, ...]:
+        if self.has_syncs and state[self.engines] < 0:
+            return ()  # the error state: the checker reports it
         labels = []
         since = self.since
-        for engine, value in enumerate(state):
+        for engine in range(self.engines):
+            value = state[engine]
             pos = value >> 1
             stream = self.streams[engine]
             if value & 1:
                 labels.append(Label(COMPLETE, stream[pos]))
             elif pos < len(stream):
                 y = stream[pos]
-                if y >= 0 and all(since[f][state[f] >> 1] >= t for f, t in self.waits[y]):
+                if y >= 0 and all(since[f][state[f] >> 1] >= t for f, t in self.waits[y]) \
+                        and (not self.has_syncs or self._sync_allows(state, y)):
                     labels.append(Label(ISSUE, y))
         return tuple(labels)
 
     def step(self, state, label: Label) -> tuple[int, ...]:
         engine = self.engine_of[label.instance]
         state = state[:engine] + (state[engine] + 1,) + state[engine + 1:]
+        if self.has_syncs:
+            state = self._sync_step(state, label)
         if label.kind == COMPLETE:
             state = self._pass_barriers(state)
         return state
 
+    def _sync_step(self, state, label: Label) -> tuple[int, ...]:
+        y, n = label.instance, self.engines
+        values = list(state)
+        if label.kind == ISSUE:
+            values[n] &= ~self.wait_bits[y]
+            for slot, count in self.pops[y]:
+                values[slot] -= count
+        else:
+            for bit in self.set_bits[y]:
+                if values[n] >> bit & 1:
+                    values[n] = -1 - bit
+                    return tuple(values)
+                values[n] |= 1 << bit
+            for slot, count in self.pushes[y]:
+                values[slot] += count
+        return tuple(values)
+
     def _pass_barriers(self, state) -> tuple[int, ...]:
         # When every engine stands (idle) at a barrier, all pass it together.
-        while state and all(
+        n = self.engines
+        while n and all(
             not (v & 1) and (v >> 1) < len(s) and s[v >> 1] < 0 for v, s in zip(state, self.streams)
         ):
-            state = tuple(v + 2 for v in state)
+            state = tuple(v + 2 for v in state[:n]) + state[n:]
         return state
 
     def final(self, state) -> bool:
         return all(value == 2 * len(s) for value, s in zip(state, self.streams))
+
+    def blocking_syncs(self, state, instance: Instance) -> list[str]:
+        """The flag and token clauses of `instance` that keep it from issuing in `state`."""
+        if not self.has_syncs:
+            return []
+        engines, y, out = self.unrolled.program.engines, instance.index, []
+        for kind, other, ident in instance.syncs:
+            if kind == "waitflag" and not state[self.engines] >> self.flag_index(other, instance.engine, ident) & 1:
+                out.append(f"waitflag {engines[other]}:{ident}: the flag is not set")
+        for table, word in ((self.pops[y], "pop"), (self.pushes[y], "push")):
+            for slot, count in table:
+                source, target, q = self.queues[slot - self.engines - 1]
+                have = state[slot]
+                if (word == "pop" and have < count) or (word == "push" and have + count > TOKEN_DEPTH):
+                    out.append(f"{word} on queue {engines[source]}->{engines[target]}:{q} holding {have} "
+                               f"token(s) (depth {TOKEN_DEPTH})")
+        return out
 
     def at_barrier(self, state, engine: int) -> int | None:
         """The barrier number engine stands at, if any."""

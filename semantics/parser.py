@@ -16,7 +16,7 @@ from lark import Transformer, v_args
 from .errors import KernelError
 from .ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min,
-    Neg, Not, Op, Or, Param, Program, Var, Wait,
+    Neg, Not, Op, Or, Param, Program, Sync, Var, Wait,
 )
 from .validate import validate
 
@@ -155,6 +155,27 @@ class _ToIR(Transformer):
     def wait(self, meta, children):
         return ("waits", tuple(children), _loc(meta))
 
+    # Peer sync clauses (docs/peers.md): each item is (engine name, id expression, loc).
+    def sync_item(self, meta, children):
+        engine, *ident = children
+        ident = _expect_expr(ident[0], "an integer flag or queue id") if ident else Const(0)
+        return (str(engine), ident, _loc(engine))
+
+    def _syncs(self, kind, meta, children):
+        return ("syncs", tuple(Sync(kind, e, i, loc=l) for e, i, l in children), _loc(meta))
+
+    def setflag(self, meta, children):
+        return self._syncs("setflag", meta, children)
+
+    def waitflag(self, meta, children):
+        return self._syncs("waitflag", meta, children)
+
+    def push(self, meta, children):
+        return self._syncs("push", meta, children)
+
+    def pop(self, meta, children):
+        return self._syncs("pop", meta, children)
+
     # ---- lines: (kind, loc, payload)
     def kernel_decl(self, meta, children):
         (name,) = children
@@ -179,7 +200,7 @@ class _ToIR(Transformer):
 
     def op_line(self, meta, children):
         engine, name, *clauses = children
-        fields: dict = {"reads": (), "writes": (), "waits": ()}
+        fields: dict = {"reads": (), "writes": (), "waits": (), "syncs": ()}
         lat_seen = None
         for kind, payload, loc in clauses:
             if kind == "lat":

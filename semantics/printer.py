@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
-    Op, Or, Program, Var, Wait,
+    Op, Or, Program, Sync, Var, Wait,
 )
 
 # Precedence levels, loosest first (DESIGN section 5; as in Python).
@@ -84,6 +84,13 @@ def print_wait(wait: Wait) -> str:
     return f"{wait.engine} >= {print_expr(wait.threshold, _OR)}"
 
 
+def print_sync(sync: Sync) -> str:
+    # Token queue 0 is the default queue and prints bare (`push B`); flags always name their id.
+    if sync.kind in ("push", "pop") and sync.id == Const(0):
+        return sync.engine
+    return f"{sync.engine}:{print_expr(sync.id, _OR)}"
+
+
 def print_op(op: Op) -> str:
     parts = [op.engine, op.name]
     if op.reads:
@@ -94,6 +101,14 @@ def print_op(op: Op) -> str:
         parts.append(f"lat {op.lat}")
     if op.waits:
         parts.append("wait " + ", ".join(print_wait(w) for w in op.waits))
+    runs: list[list[Sync]] = []  # consecutive clauses of one kind print as one clause (order kept)
+    for sync in op.syncs:
+        if runs and runs[-1][0].kind == sync.kind:
+            runs[-1].append(sync)
+        else:
+            runs.append([sync])
+    for run in runs:
+        parts.append(run[0].kind + " " + ", ".join(print_sync(s) for s in run))
     return " ".join(parts)
 
 

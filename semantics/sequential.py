@@ -16,7 +16,7 @@ import attrs
 
 from .errors import EvalError, UsageError
 from .evaluate import eval_cond, eval_expr
-from .ir import Barrier, For, If, Loc, Op, Program
+from .ir import FLAG_IDS, QUEUES, Barrier, For, If, Loc, Op, Program
 
 Element = tuple  # (buffer, index values...)
 
@@ -32,6 +32,8 @@ class Instance:
     local: int  # engine-local index
     accesses: tuple[tuple[Element, bool], ...]  # (element, written?), one per element
     waits: tuple[tuple[int, int], ...]  # (engine number, threshold value)
+    # Peer sync clauses evaluated: (kind, other engine number, flag or queue id).
+    syncs: tuple[tuple[str, int, int], ...] = ()
 
     def describe(self) -> str:
         env = ", ".join(f"{k}={v}" for k, v in self.env)
@@ -94,10 +96,11 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                             element = (access.buffer, *(eval_expr(i, env) for i in access.indices))
                             accesses[element] = accesses.get(element, False) or written
                         waits = tuple((engine_number[w.engine], eval_expr(w.threshold, env, iters)) for w in stmt.waits)
+                        syncs = tuple((s.kind, engine_number[s.engine], _sync_id(s, env)) for s in stmt.syncs)
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
                     instance = Instance(len(instances), stmt, tuple(loop_env), engine, locals_[engine],
-                                        tuple(accesses.items()), waits)
+                                        tuple(accesses.items()), waits, syncs)
                     locals_[engine] += 1
                     instances.append(instance)
                     if limit is not None and len(instances) > limit:
@@ -136,6 +139,16 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
 
     run(program.body)
     return Unrolled(program, valuation, tuple(instances), tuple(tuple(s) for s in streams), tuple(barriers))
+
+
+def _sync_id(sync, env) -> int:
+    value = eval_expr(sync.id, env)
+    count = FLAG_IDS if sync.kind in ("setflag", "waitflag") else QUEUES
+    if not 0 <= value < count:
+        what = "flag id" if count == FLAG_IDS else "queue id"
+        raise EvalError(f"{sync.kind} {sync.engine}: {what} evaluates to {value}; ids are 0..{count - 1}",
+                        sync.id.loc or sync.loc)
+    return value
 
 
 def depends_on(y: Instance, x: Instance) -> bool:

@@ -87,6 +87,14 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                 for access in stmt.reads + stmt.writes:
                     for index in access.indices:
                         check_expr(index, scope, all_loops, iters_allowed=False)
+                for sync in stmt.syncs:
+                    if sync.engine not in engines:
+                        raise KernelError(f"unknown engine '{sync.engine}' in {sync.kind} (declared engines: "
+                                          f"{' '.join(program.engines)})", sync.loc)
+                    if sync.engine == stmt.engine:
+                        raise KernelError(f"{sync.kind} {sync.engine}: a flag or token queue connects two "
+                                          f"different engines, and this op runs on {stmt.engine}", sync.loc)
+                    check_expr(sync.id, scope, all_loops, iters_allowed=False)
                 for wait in stmt.waits:
                     if wait.engine not in engines:
                         raise KernelError(f"unknown engine '{wait.engine}' in wait (declared engines: {' '.join(program.engines)})", wait.loc)

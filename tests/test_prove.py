@@ -170,3 +170,9 @@ def _proof_agrees_with_explicit(program, prop: str) -> None:
        st.sampled_from(["soundness", "bisimulation"]))
 def test_a_proof_never_covers_a_program_the_explicit_engine_refutes(program, prop):
     _proof_agrees_with_explicit(program, prop)
+
+
+def test_peer_clauses_fall_back_to_the_bounded_result():
+    synced = get_strategy("flags")(parse_file(KERNELS / "pipeline_db.sync")).program
+    proof = prove(synced)
+    assert proof.status == "unknown" and "flag or token" in proof.reason

@@ -11,10 +11,10 @@ from pathlib import Path
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Program, walk_stmts
 from semantics.sequential import UnrollLimit, unroll
-from .timing import Deadlock, Profile, Timeline, load_profile, simulate
+from .timing import Failure, Profile, Timeline, load_profile, simulate
 
 SUITE = Path(__file__).resolve().parent.parent / "kernels" / "suite"
-BENCH_STRATEGIES = ("oracle", "threshold", "barrier")
+BENCH_STRATEGIES = ("oracle", "threshold", "barrier", "flags", "tokens")
 # .mlir kernels (issue 8): SNAX's own pass, and SNAX's barriers in the file if any (manual)
 SNAX_BENCH_STRATEGIES = ("oracle", "threshold", "barrier", "snax-barrier")
 _VALUE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*$")
@@ -114,7 +114,7 @@ def cmd_simulate(args) -> int:
     values = valuation(program, args.param)
     try:
         timeline = run(program, args.strategy, values, profile)
-    except Deadlock as err:
+    except Failure as err:
         print(f"syncproof: simulate: {err}", file=sys.stderr)
         return 1
     if args.trace:
@@ -201,15 +201,18 @@ def cmd_bench(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    others = [s for s in BENCH_STRATEGIES if s not in ("oracle", "threshold", "barrier")]
     print(f"profile {profile.name}; cycles at the kernels' default parameters; speed-up = barrier cycles / "
-          f"strategy cycles; vs oracle = strategy cycles / oracle cycles")
+          f"threshold cycles; vs oracle = threshold cycles / oracle cycles; peers: cycles (their ratio to oracle)")
     if any("vs_snax_barrier" not in r for r in rows):
-        print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}")
+        print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}"
+              + "".join(f" {s:>18}" for s in others))
     for kernel in dict.fromkeys(r["kernel"] for r in rows if "vs_snax_barrier" not in r):
         by = {r["strategy"]: r for r in rows if r["kernel"] == kernel}
         t = by["threshold"]
+        peers = "".join(f" {by[s]['cycles']:>10.0f} ({by[s]['vs_oracle']:.3f})" for s in others)
         print(f"{kernel:<28} {by['oracle']['cycles']:>10.0f} {t['cycles']:>10.0f} {by['barrier']['cycles']:>10.0f} "
-              f"{t['vs_barrier']:>8.2f}x {t['vs_oracle']:>9.3f}")
+              f"{t['vs_barrier']:>8.2f}x {t['vs_oracle']:>9.3f}{peers}")
     _print_snax_table(rows)
     print(f"({len(paths)} kernels in {time.monotonic() - start:.1f} s)")
     return 0

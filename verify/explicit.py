@@ -7,7 +7,10 @@ enabled in one machine are compared with the other's:
 - the counter program enables an issue the reference does not: unsound (the
   instance would start before a producer completed);
 - the reference enables an issue the counter program blocks: over-synchronized;
-- the counter program can take no step and is not finished: deadlock.
+- the counter program can take no step and is not finished: deadlock;
+- the counter program reaches a hardware error (a 1-bit flag set while already set,
+  docs/peers.md): unsound, like an early issue, since the hardware's behaviour is
+  then undefined.
 Breadth-first order makes every reported trace a shortest one.
 """
 
@@ -18,7 +21,7 @@ import time
 from collections import deque
 
 from semantics.ir import Program
-from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
+from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference, describe_label
 from semantics.sequential import UnrollLimit, Unrolled, unroll
 from .verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
 
@@ -54,6 +57,10 @@ def explore(unrolled: Unrolled, options: CheckOptions = CheckOptions(), deadline
                 return ValuationResult(Verdict.UNKNOWN, explored, _witness_of(first, unrolled, ref, ctr, parent),
                                        frozenset(first), reason="time limit reached")
         r, c = state
+        if ctr.error(c):
+            first[Verdict.UNSOUND] = (state, ())
+            return ValuationResult(Verdict.UNSOUND, explored, _witness_of(first, unrolled, ref, ctr, parent),
+                                   frozenset(first))
         ref_labels = ref.enabled(r)
         ctr_labels = ctr.enabled(c)
         ref_set = set(ref_labels)
@@ -92,6 +99,10 @@ def _witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
     r, c = state
     lines = []
     engines = unrolled.program.engines
+    if verdict == Verdict.UNSOUND and ctr.error(c):
+        last = _trace(parent, state)[-1:]
+        who = f" when {describe_label(unrolled, last[0])}" if last else ""
+        lines.append(f"hardware error: {ctr.error(c)}{who}")
     for label in labels:
         y = unrolled.instances[label.instance]
         name = f"{engines[y.engine]}.{y.describe()}"
@@ -103,7 +114,11 @@ def _witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
                 wait = y.op.waits[n]
                 lines.append(f"  its wait {wait.engine} >= {t} (line {wait.loc.line if wait.loc else '?'}) "
                              f"held: C[{engines[f]}] = {ctr.counter(c, f)}")
-            if not y.waits:
+            for kind, other, ident in y.syncs:
+                if kind in ("waitflag", "pop"):
+                    lines.append(f"  its {kind} {engines[other]}:{ident} held (line {y.op.loc.line if y.op.loc else '?'}): "
+                                 f"an earlier signal of {engines[other]} satisfied it")
+            if not y.waits and not any(k in ("waitflag", "pop") for k, _, _ in y.syncs):
                 lines.append(f"  {name} has no wait clause")
         else:
             blocked = ctr.blocking_waits(c, y)
@@ -115,6 +130,8 @@ def _witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
                 lines.append(f"the reference may issue {name}, but {engines[y.engine]} is held at {where}"
                              f" until {', '.join(waiting)} "
                              f"{'arrives' if len(waiting) == 1 else 'arrive'}")
+            for why in ctr.blocking_syncs(c, y):
+                lines.append(f"the reference may issue {name} (every producer has completed), but {why}")
             for n, f, value in blocked:
                 wait = y.op.waits[n]
                 lines.append(f"the reference may issue {name} (every producer has completed), but its wait "

@@ -530,6 +530,8 @@ class _Prover:
 def _why_not(program: Program) -> str | None:
     if any(isinstance(s, Barrier) for s in walk_stmts(program.body)):
         return "the program has barriers; the all-values proof covers barrier-free counter programs"
+    if any(isinstance(s, Op) and s.syncs for s in walk_stmts(program.body)):
+        return "the program has flag or token clauses; the all-values proof covers counter waits only"
     return None
 
 

@@ -16,6 +16,12 @@ Timing rules, with the costs of a `Profile`:
 - engines that all stand at a barrier pass it `barrier_cycles` after the last one
   arrived (the counter machine passes it as soon as the last engine arrives; the
   scheduler holds the released engines for that long);
+- peer primitives (docs/peers.md): each `waitflag` costs `flag_wait_cycles` and each
+  `pop` `token_pop_cycles` before the issue (like a wait); each `setflag` costs
+  `flag_set_cycles` and each `push` `token_push_cycles` after the instance's own
+  time, before its completion (the set or push is an instruction after the op on the
+  same engine; the signal is visible at the completion, and its travel time to a
+  stalled consumer is the consumer's `wake_cycles`);
 - tracking loop counts costs `iteration_cycles` per started iteration of a tracked
   loop (one whose `iters(v)` appears in a threshold), on every engine, paid before
   the engine's next instance (every engine evaluates every loop bound).
@@ -40,8 +46,16 @@ from semantics.sequential import Unrolled
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
 
-class Deadlock(SyncproofError):
+class Failure(SyncproofError):
+    """The timed run cannot finish."""
+
+
+class Deadlock(Failure):
     """The timed run cannot finish: the synchronized program deadlocks."""
+
+
+class HardwareError(Failure):
+    """The timed run reached a hardware error (a 1-bit flag set while already set)."""
 
 
 @attrs.frozen
@@ -56,6 +70,10 @@ class Profile:
     wake_cycles: int = 0
     barrier_cycles: int = 0
     iteration_cycles: int = 0
+    flag_set_cycles: int = 0
+    flag_wait_cycles: int = 0
+    token_push_cycles: int = 0
+    token_pop_cycles: int = 0
     description: str = ""
 
 
@@ -110,6 +128,14 @@ def tracked_loops(program: Program) -> frozenset:
                      for wait in stmt.waits for node in walk_expr(wait.threshold) if isinstance(node, Iters))
 
 
+_SYNC_COST = {"waitflag": "flag_wait_cycles", "pop": "token_pop_cycles", "setflag": "flag_set_cycles",
+              "push": "token_push_cycles"}
+
+
+def _sync_costs(inst, costs: Profile, kinds) -> float:
+    return sum(getattr(costs, _SYNC_COST[kind]) for kind, _, _ in inst.syncs if kind in kinds)
+
+
 @attrs.frozen
 class Slice:
     engine: int
@@ -140,6 +166,7 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
     # engine's previous instance.
     evaluate = [0.0] * len(instances)
     tracking = [0.0] * len(instances)
+    signal = [0.0] * len(instances)  # after completion: setflag and push costs
     if not oracle:
         tracked = tracked_loops(unrolled.program)
         seen = [dict() for _ in range(engines)]
@@ -156,7 +183,8 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
             mine.update(iterations)
             tracking[inst.index] = started * costs.iteration_cycles
             evaluate[inst.index] = sum(costs.wait_cycles + costs.wait_op_cycles * arithmetic_ops(w.threshold)
-                                       for w in inst.op.waits)
+                                       for w in inst.op.waits) + _sync_costs(inst, costs, ("waitflag", "pop"))
+            signal[inst.index] = _sync_costs(inst, costs, ("setflag", "push"))
 
     state = machine.initial()
     now = 0.0
@@ -210,6 +238,10 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
                     end = start + max(instances[y].op.lat, minimum)
                     busy[e] += end - start
                     slices.append(Slice(e, "op", start, end, instances[y].describe()))
+                    if signal[y]:  # the set / push instructions run before the completion is seen
+                        slices.append(Slice(e, "overhead", end, end + signal[y], "sync signal"))
+                        overhead[e] += signal[y]
+                        end += signal[y]
                     heapq.heappush(completions, (end, y, e))
                     paid[e] = False
                     progressed = True
@@ -229,6 +261,9 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
         before = state
         state = machine.step(state, Label(COMPLETE, y))
         trace.append(Label(COMPLETE, y))
+        if not oracle and machine.error(state):
+            raise HardwareError(f"hardware error at cycle {now:.0f}: {machine.error(state)} "
+                                f"(`syncproof verify` shows why)")
         ready[e] = max(ready[e], now)
         if not oracle:
             _barrier_pass(before, state, e, now, costs, ready, slices, stall, completions)
@@ -238,7 +273,7 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
 
 def _barrier_pass(before, after, engine, now, costs, ready, slices, stall, completions) -> None:
     """Engines the completion released from a barrier resume `barrier_cycles` later."""
-    passed = [e for e in range(len(after)) if (after[e] >> 1) > (before[e] >> 1) + (1 if e == engine else 0)]
+    passed = [e for e in range(len(ready)) if (after[e] >> 1) > (before[e] >> 1) + (1 if e == engine else 0)]
     if not passed:
         return
     release = now + costs.barrier_cycles

@@ -40,8 +40,8 @@ from collections.abc import Callable
 import attrs
 import z3
 
-from semantics.errors import KernelError
-from semantics.ir import Program
+from semantics.errors import KernelError, UsageError
+from semantics.ir import Program, peer_clause
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import UnrollLimit, unroll
 
@@ -209,6 +209,12 @@ def _search_steps(pp: zm.PotentialProgram, search: _Search, depth_limit: int, pr
 def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z3Options = Z3Options()) -> CheckResult:
     """Check `program` (its own waits and barriers) against the reference for every
     valuation within `bounds` (name, lo, hi inclusive)."""
+    clause = peer_clause(program)
+    if clause is not None:
+        # The Z3 encoding has no flag or token state: refuse rather than answer wrongly.
+        where = f" (line {clause.loc.line})" if clause.loc else ""
+        raise UsageError(f"the z3 engine does not support the peer clause '{clause.kind}'{where}: "
+                         f"check this program with --engine explicit")
     start = time.monotonic()
     deadline = start + options.timeout if options.timeout else None
     every = valuations(bounds)
