@@ -76,7 +76,7 @@ def test_iters_counts_equal_unrolled_iteration_counts():
 @pytest.mark.parametrize("name", AFFINE)
 def test_threshold_output_is_proved_for_every_parameter_value(name):
     synced = get_strategy("threshold")(parse_file(KERNELS / f"{name}.sync")).program
-    proof = prove(synced, ProofOptions(timeout=120))
+    proof = prove(synced, ProofOptions(timeout=600))  # budgets are rlimits per query; time is a safety net
     assert proof.status == PROVED, proof.reason
     assert all(o.status == PROVED for o in proof.obligations)
 
@@ -156,7 +156,7 @@ from .test_properties import perturbed_exact_programs  # noqa: E402
 
 
 def _proof_agrees_with_explicit(program, prop: str) -> None:
-    proof = prove(program, ProofOptions(property=prop, timeout=20, query_timeout_ms=4_000, max_states=50_000))
+    proof = prove(program, ProofOptions(property=prop, timeout=60, query_rlimit=5_000_000, max_states=50_000))
     if proof.status == PROVED:
         bounded = check(program, param_bounds(program, 2), CheckOptions(property=prop))
         assert bounded.holds is True, f"{prop} proved for all values but {bounded.verdict.value} within 0..2"

@@ -61,7 +61,8 @@ class ProofOptions:
     """Every budget of an all-values proof, in one place."""
 
     property: str = "bisimulation"
-    query_timeout_ms: int = 10_000  # per Z3 query
+    query_rlimit: int = 40_000_000  # per Z3 query, in Z3 resource units: the same answer on any load
+    query_timeout_ms: int = 60_000  # per Z3 query, wall time (a safety net behind the rlimit)
     timeout: float | None = 120.0  # seconds for the whole proof
     max_witnesses: int = 48  # candidate index tuples per witness op
     seed: int = 0
@@ -336,6 +337,7 @@ class _Prover:
             left = self.options.timeout - (time.monotonic() - self.start)
             budget = max(1, min(budget, int(left * 1000)))
         solver.set(timeout=budget, random_seed=self.options.seed)
+        solver.set("rlimit", self.options.query_rlimit)
         solver.add(*self.nonneg, *facts)
         answer = solver.check()
         if answer == z3.unsat:
