@@ -1,5 +1,7 @@
-"""Benchmark the two checkers on the kernel corpus: seconds per kernel for the
-explicit engine and the Z3 engine, with every parameter bounded to 0..K, K = 0..3.
+"""Benchmark the checkers on the kernel corpus: seconds per kernel for the explicit
+engine and the Z3 engine, with every parameter bounded to 0..K (default K = 0..3), the
+explicit engine's states per second at the largest K, and the all-values proof
+(verify/prove.py: status and seconds; only for programs whose bounded check holds).
 
     python bench/engines_bench.py [--max-param 0 1 2 3] [--json] [KERNEL ...]
 
@@ -25,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
 from verify import explicit, z3_check
+from verify.prove import prove
 from verify.strategies import param_bounds
 
 
@@ -48,13 +51,21 @@ def measure(path: Path, strategy: str, bounds_max: list[int]) -> dict:
         b = z3_check.check(program, bounds)
         row["z3"][k] = round(time.perf_counter() - start, 3)
         row["verdicts"][k] = (a.verdict.value, b.verdict.value)
+        row["states_per_s"] = round(a.states / max(row["explicit"][k], 1e-3))
         print(f"{row['kernel']} {strategy} K={k}: explicit {row['explicit'][k]}s {a.verdict.value}, "
               f"z3 {row['z3'][k]}s {b.verdict.value}", file=sys.stderr, flush=True)
+    if a.holds:
+        start = time.perf_counter()
+        proof = prove(program)
+        row["proof"] = (proof.status, round(time.perf_counter() - start, 2))
+    else:
+        row["proof"] = ("-", 0.0)
     return row
 
 
 def table(rows: list[dict], bounds_max: list[int]) -> str:
-    head = ["kernel", "strategy", "verdict"] + [f"explicit K={k}" for k in bounds_max] + [f"z3 K={k}" for k in bounds_max]
+    head = (["kernel", "strategy", "verdict"] + [f"explicit K={k}" for k in bounds_max]
+            + [f"z3 K={k}" for k in bounds_max] + ["states/s", "all values"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         pairs = row["verdicts"].values()
@@ -66,6 +77,8 @@ def table(rows: list[dict], bounds_max: list[int]) -> str:
                                                             if "unknown" in pair) + ")"
         cells = [row["kernel"], row["strategy"], verdict]
         cells += [f"{row['explicit'][k]:.2f}" for k in bounds_max] + [f"{row['z3'][k]:.2f}" for k in bounds_max]
+        status, seconds = row["proof"]
+        cells += [str(row["states_per_s"]), status if status == "-" else f"{status} {seconds:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
