@@ -45,11 +45,12 @@ from typing import Callable
 import attrs
 import z3
 
-from semantics.context import Site, Step, common_depth, sites
-from semantics.ir import Barrier, BinOp, Const, For, If, Iters, Op, Program, Var, walk_expr, walk_stmts
-from semantics.symbolic import conflict, conflicting_pairs, domain, instance_env, param_env, precedes, to_z3
+from semantics.context import Site, Step
+from semantics.ir import Barrier, BinOp, Const, For, If, Op, Program, walk_expr, walk_stmts
+from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
 
-from .counts import Counter, Unsupported, to_z3 as count_z3
+from .counts import Unsupported
+from .prove_terms import Terms, depth, last_candidates, lex_le, witnesses
 
 PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
 MAX_HOPS = 3  # instances in a chain of "completed before" steps
@@ -116,180 +117,6 @@ class Proof:
                 "obligations": [o.to_json() for o in self.obligations]}
 
 
-# ------------------------------------------------------------------ the terms
-
-
-class _Terms:
-    """Z3 terms of one program: local indices, `iters`, thresholds at an instance."""
-
-    def __init__(self, program: Program):
-        self.program = program
-        self.counter = Counter(program)
-        self.params = param_env(program)
-        self.sites = sites(program)
-        # Divisors over parameters only (a[i % (D + 1)] reuses a slot D + 1 iterations later).
-        names = set(self.params)
-        self.moduli = [n.right for n in _expressions(program) if isinstance(n, BinOp) and n.op in ("%", "//")
-                       and not isinstance(n.right, Const)
-                       and all(isinstance(v, Const) or (isinstance(v, Var) and v.name in names)
-                               for v in walk_expr(n.right) if isinstance(v, (Var, Const, Iters)))]
-
-    def env(self, site: Site, tag: str) -> dict:
-        return instance_env(site, tag, self.params)
-
-    def local(self, site: Site, engine: str, env: dict):
-        """F-instances before the instance of `site` at `env` (its local index on F
-        when it runs on F)."""
-        return count_z3(self.counter.before(site, ("engine", engine)), env, self.counter.atoms)
-
-    def threshold(self, site: Site, engine: str, env: dict):
-        """max(0, thresholds of the site's waits on engine), or None without waits."""
-        waits = [w for w in site.op.waits if w.engine == engine]
-        if not waits:
-            return None
-        terms = [to_z3(w.threshold, env, self._iters(site, w.threshold, env)) for w in waits]
-        best = z3.IntVal(0)
-        for t in terms:
-            best = z3.If(t > best, t, best)
-        return best
-
-    def wait_term(self, site: Site, wait, env: dict):
-        return to_z3(wait.threshold, env, self._iters(site, wait.threshold, env))
-
-    def _iters(self, site: Site, node, env: dict) -> dict:
-        names = {n.var for n in walk_expr(node) if isinstance(n, Iters)}
-        return {v: count_z3(self.counter.before(site, ("loop", v)), env, self.counter.atoms) for v in names}
-
-
-def _loop_steps(site: Site) -> list:
-    return [s for s in site.trail[:-1] if isinstance(s.stmt, For)]
-
-
-def _shared_loops(a: Site, b: Site) -> set:
-    depth = common_depth(a, b)
-    return {s.stmt.var for s in a.trail[:depth] if isinstance(s.stmt, For)}
-
-
-def _index_solutions(target: Site, other: Site, other_env: dict) -> dict:
-    """Values of target's loop variables that make one of its accesses name the same
-    element as an access of `other`: from indices `v`, `v + c`, `v - c`."""
-    out: dict[str, list] = {}
-    loop_vars = {s.stmt.var for s in _loop_steps(target)}
-    for at, ao in conflicting_pairs(target.op, other.op) + [
-            (a, b) for b, a in conflicting_pairs(other.op, target.op)]:
-        for it, io in zip(at.indices, ao.indices):
-            value = to_z3(io, other_env)
-            match it:
-                case Var(name=v) if v in loop_vars:
-                    out.setdefault(v, []).append(value)
-                case BinOp(op="+", left=Var(name=v), right=Const(value=c)) if v in loop_vars:
-                    out.setdefault(v, []).append(value - c)
-                case BinOp(op="-", left=Var(name=v), right=Const(value=c)) if v in loop_vars:
-                    out.setdefault(v, []).append(value + c)
-    return out
-
-
-def _witnesses(terms: _Terms, target: Site, anchors: list[tuple[Site, dict]], depth: int, limit: int) -> list[dict]:
-    """Candidate loop-index assignments for an instance of `target`: for each of its
-    loops, the anchors' own iteration and up to `depth` before it (shared loops), the
-    solutions of index equations with the anchors' accesses, and the loop's first and
-    last iterations."""
-    solutions: dict[str, list] = {}
-    for site, env in anchors:
-        for v, values in _index_solutions(target, site, env).items():
-            solutions.setdefault(v, []).extend(values)
-    combos = [dict(terms.params)]
-    for step in _loop_steps(target):
-        loop = step.stmt
-        grown = []
-        for env in combos:
-            options = []
-            for site, anchor_env in anchors:
-                if loop.var in _shared_loops(target, site):
-                    options += [anchor_env[loop.var] - d for d in range(depth + 1)]
-                    options += [anchor_env[loop.var] - to_z3(m, terms.params) for m in terms.moduli]
-            options += solutions.get(loop.var, [])
-            options += [to_z3(loop.lo, env), to_z3(loop.hi, env) - 1]
-            seen = []
-            for o in options:
-                o = z3.simplify(o)
-                if not any(o.eq(s) for s in seen):
-                    seen.append(o)
-            grown += [{**env, loop.var: o} for o in seen]
-        combos = grown[:limit]
-    return combos
-
-
-def _last_candidates(terms: _Terms, x: Site, y: Site, iy: dict, depth: int, limit: int = 256) -> list[dict]:
-    """Candidates for the last instance of x before y's instance, shaped like a
-    lexicographic maximum: while every outer loop shared with y is at y's own
-    iteration, the next one is at y's iteration or up to `depth` before it; below
-    the first loop that is earlier, every loop is at one of its last `depth`
-    iterations. Index-equation solutions are tried everywhere."""
-    solutions = _index_solutions(x, y, iy)
-    shared = _shared_loops(x, y)
-    out = []
-
-    def grow(steps, env, tight):
-        if len(out) >= limit:
-            return
-        if not steps:
-            out.append(env)
-            return
-        loop = steps[0].stmt
-        options = []
-        if tight and loop.var in shared:
-            options += [(iy[loop.var] - d, d == 0) for d in range(depth + 1)]
-            options += [(iy[loop.var] - to_z3(m, terms.params), False) for m in terms.moduli]
-        else:
-            options += [(to_z3(loop.hi, env) - 1 - d, False) for d in range(depth)]
-            options.append((to_z3(loop.lo, env), False))
-        options += [(o, False) for o in solutions.get(loop.var, [])]
-        seen = []
-        for value, still in options:
-            value = z3.simplify(value)
-            if any(value.eq(v) for v in seen):
-                continue
-            seen.append(value)
-            grow(steps[1:], {**env, loop.var: value}, still)
-
-    grow(_loop_steps(x), dict(terms.params), True)
-    return out
-
-
-def _lex_le(site: Site, a: dict, b: dict):
-    """a's instance of `site` comes no later than b's: loop indices, lexicographically."""
-    out = z3.BoolVal(True)
-    for loop in reversed(site.loops):
-        v = loop.var
-        out = z3.Or(a[v] < b[v], z3.And(a[v] == b[v], out))
-    return out
-
-
-def _depth(program: Program) -> int:
-    """How many iterations back a witness may sit: the largest modulus of a
-    multi-buffered access (a[i % k] reuses a slot k iterations later), at least 2."""
-    moduli = [n.right.value for n in _expressions(program) if isinstance(n, BinOp) and n.op in ("%", "//")
-              and isinstance(n.right, Const)]
-    return max([2] + moduli)
-
-
-def _expressions(program: Program):
-    """Every expression and condition node of the program."""
-    for stmt in walk_stmts(program.body):
-        match stmt:
-            case Op():
-                roots = [i for a in stmt.reads + stmt.writes for i in a.indices] + [w.threshold for w in stmt.waits]
-            case For():
-                roots = [stmt.lo, stmt.hi]
-            case If():
-                roots = [stmt.cond]
-            case _:
-                roots = []
-        for root in roots:
-            yield from walk_expr(root)
-
-
 # ------------------------------------------------------------------ obligations
 
 
@@ -318,8 +145,8 @@ class _Prover:
     def __init__(self, program: Program, options: ProofOptions):
         self.program = program
         self.options = options
-        self.terms = _Terms(program)
-        self.depth = _depth(program)
+        self.terms = Terms(program)
+        self.depth = depth(program)
         self.start = time.monotonic()
         lower = dict(options.lower)
         self.nonneg = [p >= lower.get(n, 0) for n, p in self.terms.params.items()]
@@ -384,9 +211,9 @@ class _Prover:
         # so linear), it is enough that those w have completed: F completes in order,
         # and a later instance of one op never has a smaller local index. This keeps
         # the non-linear counts (products of trip counts) away from the quantified j.
-        lasts = _last_candidates(t, x, y, iy, self.depth)
+        lasts = last_candidates(t, x, y, iy, self.depth)
         producer = [z3.And(*domain(x, w), precedes(x, w, y, iy), conflict(x.op, w, y.op, iy)) for w in lasts]
-        covered = [z3.Not(z3.And(p, _lex_le(x, jx, w))) for p, w in zip(producer, lasts)]
+        covered = [z3.Not(z3.And(p, lex_le(x, jx, w))) for p, w in zip(producer, lasts)]
         if self.query(dep + covered, "last")[0] == PROVED:
             late = [z3.And(p, z3.Not(own >= t.local(x, engine, w) + 1) if own is not None else True)
                     for p, w in zip(producer, lasts)]
@@ -424,7 +251,7 @@ class _Prover:
         for z in self.terms.sites.values():
             if not (any(w.engine == engine for w in z.op.waits) or z.op.engine == engine):
                 continue
-            for kz in _witnesses(self.terms, z, [(y, iy), (x, jx)], self.depth, self.options.max_witnesses):
+            for kz in witnesses(self.terms, z, [(y, iy), (x, jx)], self.depth, self.options.max_witnesses):
                 before = self._before(z, kz, y, iy)
                 if before is None:
                     break
@@ -501,8 +328,8 @@ class _Prover:
 
         name = Obligation("exact", y.op.name, wait.engine)
         witnessed = [z3.Not(supplies(x, jx)) for x in producers
-                     for jx in _last_candidates(t, x, y, iy, self.depth)
-                     + _witnesses(t, x, [(y, iy)], self.depth, self.options.max_witnesses)]
+                     for jx in last_candidates(t, x, y, iy, self.depth)
+                     + witnesses(t, x, [(y, iy)], self.depth, self.options.max_witnesses)]
         first = self._run(name, facts + witnessed)
         if first.status != FAILED:
             return first
