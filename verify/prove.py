@@ -64,7 +64,7 @@ class ProofOptions:
     property: str = "bisimulation"
     query_rlimit: int = 40_000_000  # per Z3 query, in Z3 resource units: the same answer on any load
     query_timeout_ms: int = 60_000  # per Z3 query, wall time (a safety net behind the rlimit)
-    timeout: float | None = 120.0  # seconds for the whole proof
+    timeout: float | None = 60.0  # seconds for the whole proof
     max_witnesses: int = 48  # candidate index tuples per witness op
     seed: int = 0
     dump_smt: str | None = None  # directory for the .smt2 of a query that ends unknown
