@@ -156,7 +156,7 @@ from .test_properties import perturbed_exact_programs  # noqa: E402
 
 
 def _proof_agrees_with_explicit(program, prop: str) -> None:
-    proof = prove(program, ProofOptions(property=prop, timeout=60, query_rlimit=5_000_000, max_states=50_000))
+    proof = prove(program, ProofOptions(property=prop, timeout=15, query_rlimit=3_000_000, max_states=20_000))
     if proof.status == PROVED:
         bounded = check(program, param_bounds(program, 2), CheckOptions(property=prop))
         assert bounded.holds is True, f"{prop} proved for all values but {bounded.verdict.value} within 0..2"
@@ -165,7 +165,7 @@ def _proof_agrees_with_explicit(program, prop: str) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=40, suppress_health_check=list(HealthCheck), deadline=None)
+@settings(max_examples=30, suppress_health_check=list(HealthCheck), deadline=None)
 @given(st.one_of(programs(synced=True, max_param=2), perturbed_exact_programs()),
        st.sampled_from(["soundness", "bisimulation"]))
 def test_a_proof_never_covers_a_program_the_explicit_engine_refutes(program, prop):

@@ -55,6 +55,8 @@ from .prove_terms import Terms, depth, last_candidates, lex_le, witnesses
 PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
 MAX_HOPS = 3  # instances in a chain of "completed before" steps
 MAX_PATHS = 400  # chains per hop count
+TWO_HOP_WITNESSES = 8  # candidate indices per instance of a witnessed two-step chain
+MAX_WITNESSED_CHAINS = 3_000
 
 
 @attrs.frozen
@@ -237,25 +239,58 @@ class _Prover:
         first = self._run(name, base)
         if first.status != FAILED:
             return first
-        # Chains whose instances are witnessed by candidate indices (quantifier-free),
-        # then chains of up to MAX_HOPS steps over all indices (quantified).
-        witnessed = self._witnessed_chains(y, iy, x, jx, engine, lx)
-        second = self._run(name, base + witnessed) if witnessed else first
-        if second.status != FAILED:
-            return second
-        chains = self._chains(y, iy, engine, lx)
-        return self._run(name, base + chains) if chains else second
+        # Chains: one step with candidate indices (quantifier-free), up to MAX_HOPS
+        # steps over all indices (quantified), two steps with candidate indices.
+        stages = [lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False),
+                  lambda: self._chains(y, iy, engine, lx),
+                  lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=True)]
+        return self._stages(name, base, first, stages)
 
-    def _witnessed_chains(self, y: Site, iy: dict, x: Site, jx: dict, engine: str, lx) -> list:
-        out = []
-        for z in self.terms.sites.values():
-            if not (any(w.engine == engine for w in z.op.waits) or z.op.engine == engine):
+    def _stages(self, name: Obligation, base: list, first: Obligation, stages) -> Obligation:
+        """Run `base` plus each stage's extra facts until one proves it. A failed
+        query's model is kept for the driver even when a later stage ends unknown."""
+        failed = first if first.status == FAILED else None
+        last = first
+        for stage in stages:
+            if last.status == PROVED:
+                break
+            extra = stage()
+            if not extra:
                 continue
-            for kz in witnesses(self.terms, z, [(y, iy), (x, jx)], self.depth, self.options.max_witnesses):
+            last = self._run(name, base + extra)
+            if last.status == FAILED:
+                failed = last
+        if last.status != PROVED and failed is not None:
+            return failed
+        return last
+
+    def _witnessed_chains(self, y: Site, iy: dict, x: Site | None, jx: dict | None, engine: str, lx,
+                          two_hops: bool) -> list:
+        """Chains y <- z (one step) or y <- z1 <- z2 (two steps) whose instances are
+        candidate indices: quantifier-free, so non-linear counts stay manageable."""
+        out = []
+        sites = list(self.terms.sites.values())
+        covering = [z for z in sites if any(w.engine == engine for w in z.op.waits) or z.op.engine == engine]
+        anchors = [(y, iy)] + ([(x, jx)] if x is not None else [])
+        for z in ([] if two_hops else covering):
+            for kz in witnesses(self.terms, z, anchors, self.depth, self.options.max_witnesses):
                 before = self._before(z, kz, y, iy)
                 if before is None:
                     break
                 out.append(z3.Not(z3.And(*domain(z, kz), before, z3.Or(*self._cover(z, kz, engine, lx)))))
+        for z1 in (sites if two_hops else []):
+            if self._before(z1, self.terms.env(z1, "c"), y, iy) is None:
+                continue
+            for k1 in witnesses(self.terms, z1, [(y, iy)], self.depth, TWO_HOP_WITNESSES):
+                first = self._before(z1, k1, y, iy)
+                for z2 in covering:
+                    if self._before(z2, self.terms.env(z2, "c"), z1, k1) is None:
+                        continue
+                    for k2 in witnesses(self.terms, z2, [(z1, k1)] + anchors[1:], self.depth, TWO_HOP_WITNESSES):
+                        if len(out) >= MAX_WITNESSED_CHAINS:
+                            return out
+                        out.append(z3.Not(z3.And(*domain(z1, k1), first, *domain(z2, k2), self._before(z2, k2, z1, k1),
+                                                 z3.Or(*self._cover(z2, k2, engine, lx)))))
         return out
 
     def _before(self, z: Site, kz: dict, u: Site, iu: dict):
@@ -338,7 +373,39 @@ class _Prover:
             jx = t.env(x, "q")
             bound = [jx[loop.var] for loop in x.loops]
             quantified.append(z3.ForAll(bound, z3.Not(supplies(x, jx))) if bound else z3.Not(supplies(x, jx)))
-        return self._run(name, facts + quantified)
+        return self._stages(name, facts, first, [lambda: quantified, lambda: self._masked(y, iy, wait, threshold)])
+
+    def _masked(self, y: Site, iy: dict, wait, threshold) -> list:
+        """A wait that no producer on its engine needs may still never block: when y's
+        producers (any engine) and y's earlier instances on its own engine have
+        completed, their waits (or a candidate instance before them) already force
+        C[F] >= t. Negated facts, one per candidate."""
+        t = self.terms
+        engine = wait.engine
+        out = []
+        sources = [(x, jx) for x in t.sites.values() if x.op.engine != y.op.engine and conflicting_pairs(x.op, y.op)
+                   for jx in last_candidates(t, x, y, iy, self.depth)]
+        for x, jx in sources:
+            done = [*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy)]
+            out.append(z3.Not(z3.And(*done, z3.Or(*self._cover(x, jx, engine, threshold - 1)))))
+        for z in t.sites.values():  # y's engine: in-order, its earlier instances have completed
+            if z.op.engine != y.op.engine:
+                continue
+            for kz in witnesses(t, z, [(y, iy)], self.depth, self.options.max_witnesses):
+                cover = self._cover(z, kz, engine, threshold - 1)
+                if cover:
+                    out.append(z3.Not(z3.And(*domain(z, kz), precedes(z, kz, y, iy), z3.Or(*cover))))
+        for x, jx in sources:  # one step back from a producer
+            for z in t.sites.values():
+                before = self._before(z, t.env(z, "c"), x, jx)
+                cover = self._cover(z, t.env(z, "c"), engine, threshold - 1)
+                if before is None or not cover:
+                    continue
+                for kz in witnesses(t, z, [(x, jx)], self.depth, TWO_HOP_WITNESSES):
+                    out.append(z3.Not(z3.And(*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy),
+                                             *domain(z, kz), self._before(z, kz, x, jx),
+                                             z3.Or(*self._cover(z, kz, engine, threshold - 1)))))
+        return out
 
     def _run(self, obligation: Obligation, facts: list) -> Obligation:
         began = time.monotonic()
