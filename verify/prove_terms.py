@@ -110,14 +110,19 @@ def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], dept
                     options += [anchor_env[loop.var] - to_z3(m, terms.params) for m in terms.moduli]
             options += solutions.get(loop.var, [])
             options += [to_z3(loop.lo, env), to_z3(loop.hi, env) - 1]
-            seen = []
-            for o in options:
-                o = z3.simplify(o)
-                if not any(o.eq(s) for s in seen):
-                    seen.append(o)
-            grown += [{**env, loop.var: o} for o in seen]
+            grown += [{**env, loop.var: o} for o, _ in _distinct((o, None) for o in options)]
         combos = grown[:limit]
     return combos
+
+
+def _distinct(options) -> list:
+    """(term, tag) pairs with the terms simplified, the first of equal terms kept."""
+    out = []
+    for value, tag in options:
+        value = z3.simplify(value)
+        if not any(value.eq(v) for v, _ in out):
+            out.append((value, tag))
+    return out
 
 
 def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit: int = 256) -> list[dict]:
@@ -145,12 +150,7 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
             options += [(to_z3(loop.hi, env) - 1 - d, False) for d in range(depth)]
             options.append((to_z3(loop.lo, env), False))
         options += [(o, False) for o in solutions.get(loop.var, [])]
-        seen = []
-        for value, still in options:
-            value = z3.simplify(value)
-            if any(value.eq(v) for v in seen):
-                continue
-            seen.append(value)
+        for value, still in _distinct(options):
             grow(steps[1:], {**env, loop.var: value}, still)
 
     grow(loop_steps(x), dict(terms.params), True)
