@@ -17,6 +17,7 @@ before some point in program order. This module builds those counts as expressio
 
 from __future__ import annotations
 
+import bisect
 
 import z3
 
@@ -26,7 +27,7 @@ from semantics.ir import (
 from .simplify import cond as simplify_cond, simplify
 from semantics.context import Step
 from .facts import (  # noqa: F401 (re-exported: the algorithm's modules import them from here)
-    ENV, ITERS, Facts, Unsupported, _fresh, mentions, nonneg_diff, refine, refine_cond, subst, tidy, z,
+    ENV, ITERS, Facts, Unsupported, _fresh, fresh_z3_context, mentions, nonneg_diff, refine, refine_cond, subst, tidy, z,
 )
 from .sums import _congruence, _interval, guard_count, loop_sum  # noqa: F401
 
@@ -96,20 +97,34 @@ def _has_target(stmt, targets) -> bool:
 
 class PrefixCounts:
     """Cumulative target counts of a program's top-level statements (parameters only,
-    so one computation serves every point after them)."""
+    so one computation serves every point after them). Only the statements that hold
+    a target are summed: a target set of one loop deep in a long program costs one
+    statement, not a walk over all statements before it (which made planning
+    quadratic in the program length)."""
 
     def __init__(self, program):
         self.body = program.body
-        self.facts = Facts([ENV[p.name] >= 0 for p in program.params])
         self.env = {p.name: Var(p.name) for p in program.params}
-        self._sums: dict = {}
+        self.params = program.params
+        self.refresh_facts()
+        self._where = {name: index for index, stmt in enumerate(self.body) for name in _contents(stmt)}
+        self._sums: dict = {}  # targets -> (indices of the statements holding one, cumulative counts)
+
+    def refresh_facts(self) -> None:
+        """Rebuild the Z3 facts (after the planner starts a fresh Z3 context)."""
+        self.facts = Facts([ENV[p.name] >= 0 for p in self.params])
 
     def before(self, index: int, targets: frozenset):
-        sums = self._sums.setdefault(targets, [Const(0)])
-        while len(sums) <= index:
-            stmt = self.body[len(sums) - 1]
+        hit = self._sums.get(targets)
+        if hit is None:
+            holders = sorted({self._where[name] for name in targets if name in self._where})
+            hit = self._sums[targets] = (holders, [Const(0)])
+        holders, sums = hit
+        wanted = bisect.bisect_left(holders, index)
+        while len(sums) <= wanted:
+            stmt = self.body[holders[len(sums) - 1]]
             sums.append(simplify(BinOp("+", sums[-1], _stmt_count(stmt, self.env, targets, self.facts))))
-        return sums[index]
+        return sums[wanted]
 
 
 def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: frozenset[str], facts: Facts,

@@ -44,7 +44,7 @@ from semantics.ir import (
 )
 from semantics.symbolic import conflicting_pairs, domain
 from .candidates import Candidate, _candidates, _conjoin, _prove_candidates  # noqa: F401 (used by irredundant)
-from .counting import ENV, ITERS, Facts, PrefixCounts, Unsupported, count_upto, full_count, loop_target, z
+from .counting import ENV, ITERS, Facts, fresh_z3_context, PrefixCounts, Unsupported, count_upto, full_count, loop_target, z
 from .simplify import simplify
 
 
@@ -389,11 +389,19 @@ def _push_into_branches(t):
     return IfExpr(ite.cond, simplify(BinOp("+", rest, scale(ite.then))), simplify(BinOp("+", rest, scale(ite.else_))))
 
 
+# Ops planned between fresh Z3 contexts (algorithm/facts.fresh_z3_context): small
+# kernels never reset; long ones stay linear. Measured with bench/sync_bench.py.
+FRESH_CONTEXT_EVERY = 500
+
+
 def plan_thresholds(program: Program) -> Plan:
     """The threshold of every (op, producer engine) pair with a possible dependence."""
     ctx = _Context(program)
     plan = Plan()
-    for y in ctx.sites.values():
+    for n, y in enumerate(ctx.sites.values()):
+        if n and n % FRESH_CONTEXT_EVERY == 0:
+            fresh_z3_context()
+            ctx.prefix.refresh_facts()
         facts = _site_facts(program, y)
         for engine in program.engines:
             if engine == y.op.engine:

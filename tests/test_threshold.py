@@ -229,6 +229,17 @@ def test_flat_index_plan_stays_exact_after_other_plans_in_the_process():
     assert not inexact_entries(plan_of(next(p for p in CASES if p.stem == "flat_index_double_buffer")))
 
 
+@pytest.mark.parametrize("name", ["nested_dynamic", "triangular_attention", "if_else_split", "zero_trip_acc"])
+def test_threshold_output_is_unchanged_by_fresh_z3_contexts(monkeypatch, name):
+    # Long kernels are planned in a fresh Z3 context every FRESH_CONTEXT_EVERY ops
+    # (Z3's per-query cost grows with its term table); a reset after every op must
+    # give the same kernel: no stale term, prefix fact or id-keyed memo entry survives.
+    program = program_of(next(p for p in CORPUS if p.stem == name))
+    expected = print_program(threshold_mod.threshold(program))
+    monkeypatch.setattr(threshold_mod, "FRESH_CONTEXT_EVERY", 1)
+    assert print_program(threshold_mod.threshold(program)) == expected
+
+
 def test_corpus_and_cases_are_present():
     assert len(CORPUS) >= 12 and len(CASES) >= 10
     assert all(name in {p.name for p in CASES} for name in KNOWN_BUGS)
