@@ -31,7 +31,7 @@ from .counting import Unsupported, count_upto, full_count
 from .simplify import simplify
 from .threshold import (
     Plan, PlanEntry, _Context, _body_at, _closed_iters, _count_before_y, _iters_facts, _site_facts, _tidy_threshold,
-    apply_plan, plan_thresholds,
+    _keep_z3_small, apply_plan, plan_thresholds,
 )
 
 
@@ -93,7 +93,8 @@ def plan_barrier(program: Program) -> Plan:
     ctx = _Context(program)
     all_sites = ctx.sites
     plan = Plan(dependence_pairs=exact.dependence_pairs)
-    for entry in exact.entries:
+    for n, entry in enumerate(exact.entries):
+        _keep_z3_small(n, ctx)
         y = all_sites[entry.op]
         k, b = _region_start(program, y)
         if k == 0 and b == 0:

@@ -394,14 +394,20 @@ def _push_into_branches(t):
 FRESH_CONTEXT_EVERY = 500
 
 
+def _keep_z3_small(n: int, ctx: "_Context") -> None:
+    """Before the n-th op of a pass over a program: a fresh Z3 context every
+    FRESH_CONTEXT_EVERY ops, and the context's own Z3 facts rebuilt in it."""
+    if n and n % FRESH_CONTEXT_EVERY == 0:
+        fresh_z3_context()
+        ctx.prefix.refresh_facts()
+
+
 def plan_thresholds(program: Program) -> Plan:
     """The threshold of every (op, producer engine) pair with a possible dependence."""
     ctx = _Context(program)
     plan = Plan()
     for n, y in enumerate(ctx.sites.values()):
-        if n and n % FRESH_CONTEXT_EVERY == 0:
-            fresh_z3_context()
-            ctx.prefix.refresh_facts()
+        _keep_z3_small(n, ctx)
         facts = _site_facts(program, y)
         for engine in program.engines:
             if engine == y.op.engine:

@@ -234,10 +234,12 @@ def test_threshold_output_is_unchanged_by_fresh_z3_contexts(monkeypatch, name):
     # Long kernels are planned in a fresh Z3 context every FRESH_CONTEXT_EVERY ops
     # (Z3's per-query cost grows with its term table); a reset after every op must
     # give the same kernel: no stale term, prefix fact or id-keyed memo entry survives.
+    from algorithm.barrier import barrier
+
     program = program_of(next(p for p in CORPUS if p.stem == name))
-    expected = print_program(threshold_mod.threshold(program))
+    expected = [print_program(threshold_mod.threshold(program)), print_program(barrier(program))]
     monkeypatch.setattr(threshold_mod, "FRESH_CONTEXT_EVERY", 1)
-    assert print_program(threshold_mod.threshold(program)) == expected
+    assert [print_program(threshold_mod.threshold(program)), print_program(barrier(program))] == expected
 
 
 def test_corpus_and_cases_are_present():
