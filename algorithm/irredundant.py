@@ -30,7 +30,7 @@ from semantics.ir import Access, And, BinOp, Const, Program, Var
 from semantics.symbolic import domain
 from .counting import ENV, Unsupported, count_upto, subst, z
 from .simplify import simplify
-from .threshold import Plan, PlanEntry, _Context, _candidates, _prove_candidates
+from .threshold import Plan, PlanEntry, _Context, _candidates, _keep_z3_small, _prove_candidates
 
 MAX_HOPS = 3
 MAX_CHAIN_NODES = 150
@@ -148,7 +148,8 @@ def irredundant(program: Program, plan: Plan) -> tuple[list[PlanEntry], int]:
     necessary = _shown_necessary(program, plan.entries)
     pinned: set = set()
     dropped = 0
-    for y_name, y_entries in by_op.items():
+    for n, (y_name, y_entries) in enumerate(by_op.items()):
+        _keep_z3_small(n, ctx)
         y = all_sites[y_name]
         for entry in y_entries:
             if not entry.exact or entry.closed is None or (y_name, entry.engine) in pinned \
