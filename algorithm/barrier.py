@@ -123,7 +123,11 @@ def plan_barrier(program: Program) -> Plan:
 
 def barrier(program: Program) -> Program:
     """The barrier baseline: barriers at iteration boundaries, static thresholds in between."""
-    plan = plan_barrier(program)
+    return apply_barrier_plan(program, plan_barrier(program))
+
+
+def apply_barrier_plan(program: Program, plan: Plan) -> Program:
+    """The program with the plan's static waits and the barriers (a plan from plan_barrier)."""
     synced = apply_plan(program, [e for e in plan.entries if not _always_holds(e.threshold)])
     return attrs.evolve(synced, body=_insert(synced.body))
 

@@ -63,11 +63,12 @@ def _sync_threshold(program: Program) -> SyncResult:
 
 
 def _sync_barrier(program: Program) -> SyncResult:
-    from .barrier import barrier, plan_barrier
+    from .barrier import apply_barrier_plan, plan_barrier
 
     program = _without_peer_clauses(program)
-    synced = barrier(program)
-    return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan_barrier(program).dependence_pairs,
+    plan = plan_barrier(program)  # planned once: it is the costly part
+    synced = apply_barrier_plan(program, plan)
+    return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan.dependence_pairs,
                                **_counts(synced), "dropped_redundant": 0})
 
 
