@@ -229,8 +229,10 @@ def _check_unsat(*assertions, rlimit: int = 20_000_000) -> str | None:
     """None when Z3 proves the assertions unsat within a resource budget. The budget is
     deterministic for one query, but Z3's effort also depends on the ids its terms got
     earlier in the process; a query near the budget once ran out after other kernels
-    had been planned (tests/threshold_cases/flat_index_double_buffer.sync), so an
-    exhausted budget is retried once with ten times as much before giving up."""
+    had been planned (tests/threshold_cases/flat_index_double_buffer.sync). Each plan
+    now starts in a fresh Z3 context (plan_thresholds), which removed that dependence
+    on the process's history; an exhausted budget is still retried once with ten times
+    as much before giving up, for queries that sit near the budget on their own."""
     for budget in (rlimit, 10 * rlimit):
         solver = z3.Solver()
         solver.set("rlimit", budget)

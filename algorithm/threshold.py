@@ -403,7 +403,10 @@ def _keep_z3_small(n: int, ctx: "_Context") -> None:
 
 
 def plan_thresholds(program: Program) -> Plan:
-    """The threshold of every (op, producer engine) pair with a possible dependence."""
+    """The threshold of every (op, producer engine) pair with a possible dependence.
+    Starts in a fresh Z3 context, so that the plan does not depend on what ran before
+    in the process (Z3's effort on a query depends on the ids of earlier terms)."""
+    fresh_z3_context()
     ctx = _Context(program)
     plan = Plan()
     for n, y in enumerate(ctx.sites.values()):
