@@ -27,7 +27,7 @@ from semantics.ir import (
 from .simplify import cond as simplify_cond, simplify
 from semantics.context import Step
 from .facts import (  # noqa: F401 (re-exported: the algorithm's modules import them from here)
-    ENV, ITERS, Facts, Unsupported, _fresh, fresh_z3_context, mentions, nonneg_diff, refine, refine_cond, subst, tidy, z,
+    ENV, ITERS, Facts, Unsupported, _fresh, mentions, nonneg_diff, refine, refine_cond, subst, tidy, z,
 )
 from .sums import _congruence, _interval, guard_count, loop_sum  # noqa: F401
 

@@ -96,7 +96,8 @@ def fresh_z3_context() -> None:
     and does not shrink when terms are freed (measured on z3 5.4.1: 101 us per push in
     a fresh context, 1,198 us after 400,000 terms were made). Planning a long kernel
     makes millions of terms, which made `threshold` quadratic in the program length,
-    so the planner starts a fresh context every so many ops. The id-keyed memo must go
+    so each plan starts in a fresh context and takes a new one every so many ops
+    (threshold.FRESH_CONTEXT_EVERY). The id-keyed memo must go
     with it: the new context hands out the old ids again. Callers must not hold Z3
     terms across a reset; Z3 raises on mixing contexts, so a slip is loud, not wrong."""
     Facts._memo.clear()

@@ -44,7 +44,8 @@ from semantics.ir import (
 )
 from semantics.symbolic import conflicting_pairs, domain
 from .candidates import Candidate, _candidates, _conjoin, _prove_candidates  # noqa: F401 (used by irredundant)
-from .counting import ENV, ITERS, Facts, fresh_z3_context, PrefixCounts, Unsupported, count_upto, full_count, loop_target, z
+from .counting import ENV, ITERS, Facts, PrefixCounts, Unsupported, count_upto, full_count, loop_target, z
+from .facts import fresh_z3_context
 from .simplify import simplify
 
 
@@ -389,8 +390,8 @@ def _push_into_branches(t):
     return IfExpr(ite.cond, simplify(BinOp("+", rest, scale(ite.then))), simplify(BinOp("+", rest, scale(ite.else_))))
 
 
-# Ops planned between fresh Z3 contexts (algorithm/facts.fresh_z3_context): small
-# kernels never reset; long ones stay linear. Measured with bench/sync_bench.py.
+# Ops between fresh Z3 contexts within one pass (algorithm/facts.fresh_z3_context),
+# so that long kernels plan in linear time (bench/sync_bench.py, README Benchmarks).
 FRESH_CONTEXT_EVERY = 500
 
 
