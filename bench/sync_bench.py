@@ -31,7 +31,8 @@ program = parse(chain_kernel({blocks}))
 parse_seconds = time.perf_counter() - parse_start
 parse_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 start = time.perf_counter()
-# Progress on stderr: one line per 1,000 ops planned (_site_facts runs once per op).
+# Progress on stderr: one line per 1,000 calls of _site_facts (once per op in planning,
+# and once more per planned wait in the barrier pass).
 _site_facts, seen = threshold_mod._site_facts, [0]
 def counted(*args):
     seen[0] += 1
