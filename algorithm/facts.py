@@ -44,7 +44,10 @@ class Facts:
         hit = None if entry is None else entry[0]
         if hit is None:
             if self._solver is None:
-                self._solver = z3.Solver()
+                # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
+                # same incremental mode anyway, minus the combined solver's overhead
+                # (sync of a 1,000-op chain: 38.5 s -> 33.7 s; 110 corpus outputs equal).
+                self._solver = z3.SimpleSolver()
                 self._solver.set("rlimit", self.rlimit)
                 self._solver.add(*self.assertions)
             self._solver.push()
