@@ -27,11 +27,10 @@ import attrs
 
 from semantics.ir import Barrier, BinOp, For, If, Op, Program, Var, walk_stmts
 from semantics.symbolic import conflicting_pairs
-from .counting import Unsupported, count_upto, full_count
-from .simplify import simplify
-from .threshold import (
-    Plan, PlanEntry, _Context, _body_at, _closed_iters, _count_before_y, _iters_facts, _site_facts, _tidy_threshold,
-    _keep_z3_small, apply_plan, plan_thresholds,
+from semantics.simplify import simplify
+from algorithm.threshold import (
+    Plan, PlanEntry, Context, body_at, closed_iters, count_before_y, iters_facts, site_facts, tidy_threshold,
+    keep_z3_small, apply_plan, plan_thresholds, Unsupported, count_upto, full_count,
 )
 
 
@@ -77,7 +76,7 @@ def _region_start(program: Program, y) -> tuple[int, int]:
     """(trail depth k, index b): y's region starts before statement b of the body at
     depth k of y's trail (in the program without barriers)."""
     for k in range(len(y.trail) - 1, -1, -1):
-        body = _body_at(program, y.trail, k)
+        body = body_at(program, y.trail, k)
         limit = y.trail[k].index
         boundaries = [n + 1 for n in range(limit)
                       if isinstance(body[n], For) and needs_barriers(body[n]) or _guards_barriers(body[n])]
@@ -90,33 +89,33 @@ def _region_start(program: Program, y) -> tuple[int, int]:
 
 def plan_barrier(program: Program) -> Plan:
     exact = plan_thresholds(program)
-    ctx = _Context(program)
+    ctx = Context(program)
     all_sites = ctx.sites
     plan = Plan(dependence_pairs=exact.dependence_pairs)
     for n, entry in enumerate(exact.entries):
-        _keep_z3_small(n, ctx)
+        keep_z3_small(n, ctx)
         y = all_sites[entry.op]
         k, b = _region_start(program, y)
         if k == 0 and b == 0:
             plan.entries.append(entry)
             continue
-        facts = _site_facts(program, y)
+        facts = site_facts(program, y)
         targets = ctx.by_engine[entry.engine]
         names = ctx.names(targets)
         env = {p.name: Var(p.name) for p in program.params}
         for step in y.trail[:k]:
             if isinstance(step.stmt, For):
                 env[step.stmt.var] = Var(step.stmt.var)
-        body = _body_at(program, y.trail, k)
+        body = body_at(program, y.trail, k)
         y_values = {l.var: Var(l.var) for l in y.loops}
         try:
-            before_body = BinOp("-", _count_before_y(ctx, y, targets, facts),
+            before_body = BinOp("-", count_before_y(ctx, y, targets, facts),
                                 count_upto(body, env, y.trail[k:], y_values, names, facts, ctx.prefix))
             start = BinOp("+", before_body, full_count(body[:b], env, names, facts))
         except Unsupported as why:
             raise Unsupported(f"barrier: cannot count the instances before the region of {y.op.name}: {why}")
-        threshold = _closed_iters(program, y, simplify(BinOp("-", entry.threshold, start)))
-        threshold = _tidy_threshold(threshold, _iters_facts(ctx, y, facts, threshold))
+        threshold = closed_iters(program, y, simplify(BinOp("-", entry.threshold, start)))
+        threshold = tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
         plan.entries.append(PlanEntry(entry.op, entry.engine, threshold, entry.exact, entry.note))
     return plan
 

@@ -57,8 +57,8 @@ and a signal after item p covers every earlier instance of its engine.
 from __future__ import annotations
 
 from semantics.ir import FLAG_IDS, BinOp, Const, Max, Program, Sync, Var
-from .simplify import simplify
-from .peers import Lowered, allocate, plan, rewrite, strip_sync
+from semantics.simplify import simplify
+from algorithm.peers import Lowered, allocate, plan, rewrite, strip_sync
 
 
 class OutOfIds(Exception):
@@ -200,7 +200,7 @@ def lower_flags(program: Program, forward_rings: int = 2, compact: bool = False)
 
 def flags(program: Program) -> tuple[Program, dict]:
     """The flags strategy and its statistics: the fewest rings only when ids run short."""
-    from .barrier import barrier
+    from algorithm.barrier import barrier
 
     notes = []
     for rings, compact in ((2, False), (2, True), (1, False), (1, True)):

@@ -47,13 +47,17 @@ def _without_peer_clauses(program: Program) -> Program:
     return attrs.evolve(program, body=map_ops(program.body, lambda op: attrs.evolve(op, syncs=())))
 
 
-def _sync_threshold(program: Program) -> SyncResult:
-    from .irredundant import irredundant
-    from .threshold import apply_plan, plan_thresholds
+def sync_threshold(program: Program, conflicts=None) -> SyncResult:
+    """The `threshold` strategy. `conflicts` replaces the dependence relation's access-pair
+    test (default: semantics.symbolic.conflicting_pairs); only tests pass one, to build
+    deliberately broken strategies that the checkers must catch."""
+    from algorithm.threshold import apply_plan, irredundant, plan_thresholds
+    from semantics.symbolic import conflicting_pairs
 
+    conflicts = conflicts or conflicting_pairs
     program = _without_peer_clauses(program)
-    plan = plan_thresholds(program)
-    kept, dropped = irredundant(program, plan)
+    plan = plan_thresholds(program, conflicts)
+    kept, dropped = irredundant(program, plan, conflicts)
     synced = apply_plan(program, kept)
     return SyncResult(synced, {
         "strategy": "threshold", "dependence_pairs": plan.dependence_pairs, **_counts(synced),
@@ -63,7 +67,7 @@ def _sync_threshold(program: Program) -> SyncResult:
 
 
 def _sync_barrier(program: Program) -> SyncResult:
-    from .barrier import apply_barrier_plan, plan_barrier
+    from algorithm.barrier import apply_barrier_plan, plan_barrier
 
     program = _without_peer_clauses(program)
     plan = plan_barrier(program)  # planned once: it is the costly part
@@ -73,41 +77,41 @@ def _sync_barrier(program: Program) -> SyncResult:
 
 
 def _sync_snax_barrier(program: Program) -> SyncResult:
-    from .snax_barrier import snax_barrier
+    from algorithm.snax_barrier import snax_barrier
 
     synced = snax_barrier(program)
     return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
 
 
 def _sync_flags(program: Program) -> SyncResult:
-    from .flags import flags
+    from algorithm.flags import flags
 
     synced, stats = flags(program)
     return SyncResult(synced, {"strategy": "flags", **_counts(synced), **stats})
 
 
 def _sync_tokens(program: Program) -> SyncResult:
-    from .tokens import tokens
+    from algorithm.tokens import tokens
 
     synced, stats = tokens(program)
     return SyncResult(synced, {"strategy": "tokens", **_counts(synced), **stats})
 
 
 def threshold(program: Program) -> Program:
-    """The barrier-free algorithm with redundant waits dropped (algorithm/threshold.py,
-    algorithm/irredundant.py)."""
-    return _sync_threshold(program).program
+    """The barrier-free algorithm with redundant waits dropped (algorithm/threshold/plan.py,
+    algorithm/threshold/irredundant.py)."""
+    return sync_threshold(program).program
 
 
 def barrier(program: Program) -> Program:
     """The barrier baseline (algorithm/barrier.py)."""
-    from .barrier import barrier as run
+    from algorithm.barrier import barrier as run
 
     return run(_without_peer_clauses(program))
 
 
 STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {
-    "threshold": _sync_threshold,
+    "threshold": sync_threshold,
     "barrier": _sync_barrier,
     "flags": _sync_flags,
     "tokens": _sync_tokens,

@@ -39,7 +39,7 @@ push after item p covers every earlier instance of its engine.
 from __future__ import annotations
 
 from semantics.ir import QUEUES, Const, Program, Sync
-from .peers import Lowered, allocate, plan, rewrite, strip_sync
+from algorithm.peers import Lowered, allocate, plan, rewrite, strip_sync
 
 
 class OutOfQueues(Exception):
@@ -68,7 +68,7 @@ def lower_tokens(program: Program) -> Program:
 
 def tokens(program: Program) -> tuple[Program, dict]:
     """The tokens strategy and its statistics."""
-    from .barrier import barrier
+    from algorithm.barrier import barrier
 
     try:
         return lower_tokens(program), {"fallback": 0, "notes": []}

@@ -1,7 +1,7 @@
 """Benchmark the checkers on the kernel corpus: seconds per kernel for the explicit
 engine and the Z3 engine, with every parameter bounded to 0..K (default K = 0..3), the
 explicit engine's states per second at the largest K, and the all-values proof
-(verify/prove.py: status and seconds; only for programs whose bounded check holds).
+(verify/proof/prove.py: status and seconds; only for programs whose bounded check holds).
 
     python bench/engines_bench.py [--max-param 0 1 2 3] [--json] [KERNEL ...]
 
@@ -26,9 +26,10 @@ sys.path.insert(0, str(ROOT))
 
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
-from verify import explicit, z3_check
-from verify.prove import prove
-from verify.strategies import param_bounds
+from verify.engines import explicit
+from verify.engines import z3_check
+from verify.proof.prove import prove
+from verify.search.generators import param_bounds
 
 
 def cases(paths: list[Path]):

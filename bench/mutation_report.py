@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> int:
     from algorithm.registry import get_strategy
     from semantics.parser import parse_file
-    from verify.mutate import kill_rate, run_mutants
-    from verify.search import SearchOptions, search
-    from verify.strategies import param_bounds
+    from verify.search.mutate import kill_rate, run_mutants
+    from verify.search.search import SearchOptions, search
+    from verify.search.generators import param_bounds
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-param", type=int, default=2)

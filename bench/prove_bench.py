@@ -1,4 +1,4 @@
-"""Benchmark the all-values proof (verify/prove.py): per kernel, the threshold output's
+"""Benchmark the all-values proof (verify/proof/prove.py): per kernel, the threshold output's
 proof status, seconds and obligation count.
 
     python bench/prove_bench.py [--json] [--timeout SECONDS] [KERNEL ...]
@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
-from verify.prove import ProofOptions, prove
+from verify.proof.prove import ProofOptions, prove
 
 
 def measure(path: Path, timeout: float) -> dict:

@@ -22,19 +22,19 @@ import sys, time
 sys.path.insert(0, {bench!r})
 from generate import chain_kernel
 from semantics.parser import parse
-import algorithm.threshold as threshold_mod
+import algorithm.threshold.plan as threshold_mod
 program = parse(chain_kernel({blocks}))
-plan_site, seen, start = threshold_mod._site_facts, [0], [time.perf_counter()]
+plan_site, seen, start = threshold_mod.site_facts, [0], [time.perf_counter()]
 class Enough(Exception):
     pass
-def counted(*args):  # _site_facts runs once per op
+def counted(*args):  # site_facts runs once per op
     seen[0] += 1
     if seen[0] % 1000 == 0:
         print(f"  {{seen[0]}} ops planned after {{time.perf_counter() - start[0]:.1f}} s", flush=True)
     if seen[0] > {first}:
         raise Enough
     return plan_site(*args)
-threshold_mod._site_facts = counted
+threshold_mod.site_facts = counted
 try:
     threshold_mod.plan_thresholds(program)
 except Enough:

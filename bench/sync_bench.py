@@ -25,21 +25,21 @@ from generate import chain_kernel
 from semantics.parser import parse
 from semantics.ir import ops
 from algorithm.registry import get_strategy
-import algorithm.threshold as threshold_mod
+import algorithm.threshold.plan as threshold_mod
 parse_start = time.perf_counter()
 program = parse(chain_kernel({blocks}))
 parse_seconds = time.perf_counter() - parse_start
 parse_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 start = time.perf_counter()
-# Progress on stderr: one line per 1,000 calls of _site_facts (once per op in planning,
+# Progress on stderr: one line per 1,000 calls of site_facts (once per op in planning,
 # and once more per planned wait in the barrier pass).
-_site_facts, seen = threshold_mod._site_facts, [0]
+site_facts, seen = threshold_mod.site_facts, [0]
 def counted(*args):
     seen[0] += 1
     if seen[0] % 1000 == 0:
         print(f"planned {{seen[0]}} ops in {{time.perf_counter() - start:.0f}} s", file=sys.stderr, flush=True)
-    return _site_facts(*args)
-threshold_mod._site_facts = counted
+    return site_facts(*args)
+threshold_mod.site_facts = counted
 result = get_strategy({strategy!r})(program)
 elapsed = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -4,7 +4,7 @@ copied byte for byte), a generated `Kernels/<Name>.lean` and the small root file
 Every bounded instance the kernel file claims (`check p v = true := by native_decide`)
 is one the Python explicit checker found bisimilar, and every `check p v = false` is
 one it found failing: the export never states what syncproof itself does not believe.
-Deciding that is the caller's job (`planner`, e.g. verify/lean_plan.py): lean_export
+Deciding that is the caller's job (`planner`, e.g. verify/cli/lean_plan.py): lean_export
 imports only semantics and algorithm (DESIGN.md section 1). The all-valuations theorem is a marked `sorry`, or, for a
 kernel with a counterexample, only a `def` of the statement (no false theorem).
 """
@@ -21,7 +21,7 @@ from algorithm.registry import get_strategy
 from semantics.errors import UsageError
 from semantics.ir import Program, peer_clause
 
-from .printer import base_name, camel_name, lean_program, lean_valuation, module_name, valuation_suffix
+from lean_export.printer import base_name, camel_name, lean_program, lean_valuation, module_name, valuation_suffix
 
 LEAN_TOOLCHAIN = "leanprover/lean4:v4.9.0"
 LIBRARY_MODULES = ("Syntax", "Semantics", "Bisim", "Check")
@@ -43,7 +43,7 @@ class Plan:
     bounds_text: str
 
 
-def _comment_safe(text: str) -> str:
+def comment_safe(text: str) -> str:
     """Lean block comments nest: no `/-` or `-/` may appear inside one."""
     return text.replace("/-", "/ -").replace("-/", "- /")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from .ir import Barrier, For, If, Op, Program
+from semantics.ir import Barrier, For, If, Op, Program
 
 
 @attrs.frozen

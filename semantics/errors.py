@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .ir import Loc
+from semantics.ir import Loc
 
 
 class SyncproofError(Exception):

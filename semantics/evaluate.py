@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .errors import EvalError
-from .ir import And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var
+from semantics.errors import EvalError
+from semantics.ir import And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var
 
 _COMPARE = {
     "==": lambda a, b: a == b,

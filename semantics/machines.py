@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from typing import Hashable, NamedTuple, Protocol
 
-from .ir import FLAG_IDS, TOKEN_DEPTH
-from .sequential import Instance, Unrolled, producers, requirements
+from semantics.ir import FLAG_IDS, TOKEN_DEPTH
+from semantics.sequential import Instance, Unrolled, producers, requirements
 
 ISSUE = "issue"
 COMPLETE = "complete"

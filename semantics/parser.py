@@ -13,12 +13,12 @@ from importlib import resources
 import lark
 from lark import Transformer, v_args
 
-from .errors import KernelError
-from .ir import (
+from semantics.errors import KernelError
+from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min,
     Neg, Not, Op, Or, Param, Program, Sync, Var, Wait,
 )
-from .validate import validate
+from semantics.validate import validate
 
 _COND_TYPES = (Compare, And, Or, Not)
 

@@ -3,7 +3,7 @@ precedence rules allow. `parse(print_program(p)) == p` for every parsed program.
 
 from __future__ import annotations
 
-from .ir import (
+from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
     Op, Or, Program, Sync, Var, Wait,
 )

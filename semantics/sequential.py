@@ -14,9 +14,9 @@ from typing import Mapping
 
 import attrs
 
-from .errors import EvalError, UsageError
-from .evaluate import eval_cond, eval_expr
-from .ir import FLAG_IDS, QUEUES, Barrier, For, If, Loc, Op, Program
+from semantics.errors import EvalError, UsageError
+from semantics.evaluate import eval_cond, eval_expr
+from semantics.ir import FLAG_IDS, QUEUES, Barrier, For, If, Loc, Op, Program
 
 Element = tuple  # (buffer, index values...)
 

@@ -12,8 +12,8 @@ from typing import Mapping
 
 import z3
 
-from .context import Site, common_depth, static_order
-from .ir import (
+from semantics.context import Site, common_depth, static_order
+from semantics.ir import (
     Access, And, BinOp, Compare, Const, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Program, Var,
 )
 

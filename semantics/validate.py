@@ -7,8 +7,8 @@ reports those.
 
 from __future__ import annotations
 
-from .errors import KernelError
-from .ir import (
+from semantics.errors import KernelError
+from semantics.ir import (
     And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min, Neg, Not,
     Op, Or, Program, Var,
 )

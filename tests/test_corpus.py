@@ -9,7 +9,7 @@ Every kernel states, in machine-readable comment lines, what
     # expect-with: ARGS => VERDICT     verdict with extra verify arguments (optional,
                                        may be repeated), e.g. `--param K=1..3 => bisimilar`
 
-The checks run through the command line (`verify.cli.main` with `--json`), so the
+The checks run through the command line (`verify.cli.main.main` with `--json`), so the
 exit status is checked as well: 0 when the property holds, 1 when it fails.
 """
 
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from verify.cli import main
+from verify.cli.main import main
 
-KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
-KERNELS = sorted(KERNELS_DIR.glob("*.sync")) + sorted((KERNELS_DIR / "bugs").glob("*.sync"))  # kernels/suite: the timing bench (tests/test_timing.py)
+from tests.support.corpus import KERNELS_DIR
+KERNELS = sorted(KERNELS_DIR.glob("*.sync")) + sorted((KERNELS_DIR / "bugs").glob("*.sync"))  # kernels/suite: the timing bench (tests/verify/timing/test_timing.py)
 VERDICTS = ("bisimilar", "unsound", "over-synchronized", "deadlock", "unknown")
 
 _EXPECT = re.compile(r"^\s*#\s*expect(?P<kind>(?:-[a-z]+)?)\s*:\s*(?P<value>.*?)\s*$")

@@ -1,0 +1,276 @@
+"""Where is the last conflicting producer instance? Candidates and their proof.
+
+For a consumer op y and a producer op x (one conflicting access pair), the candidate
+positions of the last x-instance that y depends on, latest first: x in the same
+iteration of all common loops (when x precedes y in their body), then x in an
+earlier iteration of the innermost common loop, then of the next outer one. Free loop
+indices get the latest value their ranges, the non-emptiness of inner loops, guards
+and index equations allow; each candidate carries the exact condition under which it
+exists and conflicts. `prove_candidates` asks Z3 whether the case analysis is exact
+for every parameter value: each candidate is a conflicting earlier instance when its
+condition holds, nothing conflicting lies after it, and nothing exists when no
+condition holds.
+"""
+
+from __future__ import annotations
+
+import attrs
+import z3
+
+from semantics.context import Site, common_depth, static_order
+from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Var, walk_expr
+from semantics.symbolic import domain, precedes, same_element, to_z3
+from algorithm.threshold.counting import ENV, as_congruence, as_interval, mentions, subst
+from semantics.simplify import cond as simplify_cond, simplify
+
+
+@attrs.frozen
+class Candidate:
+    condition: object  # IR condition over y's loop indices and parameters
+    values: dict  # x's loop variable -> IR expression
+    depth: int  # trail depth of the body y and the candidate share
+
+
+def _constraints(conds, u: str):
+    """Split conditions on free index u into guidance: equalities, congruences (a
+    negated congruence counts by its modulus only), bounds."""
+    equal, congruent, upper, excluded = [], [], [], []
+    for c in conds:
+        if isinstance(c, Not) and isinstance(c.operand, Compare):
+            c = Compare("!=", c.operand.left, c.operand.right) if c.operand.op == "==" else c
+        if isinstance(c, Compare) and c.op == "!=" and mentions(c, u):
+            cong = as_congruence(Compare("==", c.left, c.right), u)
+            if cong is not None:
+                congruent.append((cong[0], None, None))  # excluded residue: fan out over the period
+                continue
+            point = as_interval(Compare("==", c.left, c.right), u)
+            if point is not None and point[0] is not None and point[1] is not None \
+                    and simplify(BinOp("-", point[1], point[0])) == Const(1):
+                excluded.append(point[0])  # one excluded value (`j != i` of an else branch)
+            continue
+        if not isinstance(c, Compare) or not mentions(c, u):
+            continue
+        interval = as_interval(c, u)
+        if interval is not None:
+            lo, hi = interval
+            if lo is not None and hi is not None and simplify(BinOp("-", hi, lo)) == Const(1):
+                equal.append(lo)
+            elif hi is not None:  # the lower end is checked by the candidate's condition
+                upper.append(simplify(BinOp("-", hi, Const(1))))
+            continue
+        cong = as_congruence(c, u)
+        if cong is not None:
+            congruent.append(cong)
+    return equal, congruent, upper, excluded
+
+
+MAX_OPTIONS = 12
+
+
+def _latest(loop: For, u: str, hi, conds, env) -> list:
+    """The latest indices u < hi suggested by the conditions, latest first (checked
+    later): one value, or, for several congruences, one per residue of their period."""
+    equal, congruent, upper, excluded = _constraints(conds, u)
+    if equal:
+        return [equal[0]]
+    top = simplify(BinOp("-", hi, Const(1)))
+    for bound in upper:
+        top = simplify(Min(bound, top))
+    if excluded and not congruent:
+        # Each excluded value can push the latest allowed index one step down; the
+        # candidates' conditions and the proof pick the right one.
+        return [simplify(BinOp("-", top, Const(back))) for back in range(min(len(excluded), MAX_OPTIONS - 1) + 1)]
+    if len(congruent) == 1 and congruent[0][2] is not None:
+        m, _, residue = congruent[0]
+        return [simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))]
+    if congruent:
+        period = 1
+        for m, _, _ in congruent:
+            if not isinstance(m, Const) or m.value <= 0:
+                return [top]  # the check below rejects what this misses
+            period = period * m.value // _gcd(period, m.value)
+        if period <= MAX_OPTIONS:
+            return [simplify(BinOp("-", top, Const(back))) for back in range(period)]
+    return [top]
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def candidates_of(program: Program, x: Site, y: Site, pair) -> list[Candidate]:
+    ax, ay = pair
+    depth = common_depth(x, y)
+    shared = [(n, s.stmt) for n, s in enumerate(x.trail[:depth]) if isinstance(s.stmt, For)]
+    plans = []
+    if static_order(x, y) == "before":
+        plans.append((depth, {}))
+    for n, loop in reversed(shared):
+        plans.append((n, {loop.var: Var(loop.var)}))  # this loop's index is free below y's
+    out = []
+    for fixed_depth, bounded in plans:
+        values: dict = {}
+        env = {p.name: Var(p.name) for p in program.params}
+        for step in x.trail[:fixed_depth]:
+            if isinstance(step.stmt, For):
+                env[step.stmt.var] = Var(step.stmt.var)
+                values[step.stmt.var] = Var(step.stmt.var)
+        # Partial candidates (env, values, conditions), latest first; free indices fan out.
+        partial = [(env, values, [])]
+        for n, step in enumerate(x.trail[fixed_depth:-1], fixed_depth):
+            stmt = step.stmt
+            grown = []
+            for env, values, conditions in partial:
+                if isinstance(stmt, If):
+                    c = subst(stmt.cond, env)
+                    grown.append((env, values, conditions + [c if step.branch else Not(c)]))
+                    continue
+                u = stmt.var
+                lo = simplify(subst(stmt.lo, env))
+                hi = simplify(subst(stmt.hi, env))
+                if u in bounded:
+                    hi = bounded[u]  # an earlier iteration than y's own (which is below hi)
+                placeholder = Var(f"{u}#free")
+                pending = _pending_conditions(x, n, env, placeholder, u, ax, ay)
+                period = _hidden_period(x, n, ax, ay)
+                for latest in _latest(stmt, f"{u}#free", hi, pending, env):
+                    for back in range(period):
+                        chosen = latest if back == 0 else simplify(BinOp("-", latest, Const(back)))
+                        grown.append(({**env, u: chosen}, {**values, u: chosen},
+                                      conditions + [Compare("<=", lo, chosen), Compare("<", chosen, hi)]))
+            partial = grown[:MAX_OPTIONS]
+        for env, values, conditions in partial:
+            conditions = conditions + [Compare("==", subst(ix, env), iy) for ix, iy in zip(ax.indices, ay.indices)]
+            condition = conjoin([simplify_cond(c) for c in conditions])
+            out.append(Candidate(condition, values, fixed_depth if fixed_depth == depth else _step_depth(x, bounded)))
+    return out
+
+
+def _step_depth(x: Site, bounded: dict) -> int:
+    (var,) = bounded
+    for n, step in enumerate(x.trail):
+        if isinstance(step.stmt, For) and step.stmt.var == var:
+            return n
+    raise AssertionError(var)
+
+
+def _hidden_period(x: Site, n: int, ax, ay) -> int:
+    """The period of a residue (`% p`, constant p) in an index equation that also
+    involves a loop below the one at trail step n. The outer index cannot see that
+    equation; the matching residue recurs within p outer iterations (the residues an
+    iteration covers shift by a fixed amount each time), so the latest p are tried."""
+    later = {s.stmt.var for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)}
+    period = 1
+    for ix, iy in zip(ax.indices, ay.indices):
+        if not any(mentions(ix, v) for v in later):
+            continue
+        for node in [*walk_expr(ix), *walk_expr(iy)]:
+            if isinstance(node, BinOp) and node.op == "%" and isinstance(node.right, Const) and node.right.value > 1:
+                period = period * node.right.value // _gcd(period, node.right.value)
+    return period if period <= MAX_OPTIONS else 1
+
+
+def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
+    """Conditions that constrain the free index u once outer indices are chosen: the
+    guards and the non-emptiness of the loops below it, and the index equations, as
+    far as they mention no index that is still free below u. A deeper index that an
+    index equation pins down (`k == j`) is replaced by its value, so that its loop's
+    range constrains u too (`i <= k` becomes `i <= j`)."""
+    deeper = [s.stmt for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)]
+    later_vars = {loop.var for loop in deeper}
+    env_u = {**env, u: placeholder}
+    pinned: dict = {}
+    for ix, iy in zip(ax.indices, ay.indices):
+        for loop in deeper:
+            equation = Compare("==", subst(ix, env_u), iy)
+            interval = as_interval(simplify_cond(equation), loop.var)
+            if interval and interval[0] is not None and interval[1] is not None \
+                    and not any(mentions(interval[0], v) for v in later_vars):
+                pinned.setdefault(loop.var, interval[0])
+    out = []
+    for step in x.trail[n + 1:-1]:
+        stmt = step.stmt
+        if isinstance(stmt, For):
+            nonempty = Compare("<", stmt.lo, stmt.hi)
+            if not any(mentions(nonempty, v) for v in later_vars):
+                out.append(simplify_cond(subst(nonempty, env_u)))
+            if stmt.var in pinned:
+                value = pinned[stmt.var]
+                for c in (Compare("<=", stmt.lo, value), Compare("<", value, stmt.hi)):
+                    c = subst(c, {**env_u, **pinned})
+                    if not any(mentions(c, v) for v in later_vars):
+                        out.append(simplify_cond(c))
+        elif step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
+            out.append(simplify_cond(subst(stmt.cond, env_u)))
+        elif not step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
+            out.append(simplify_cond(Not(subst(stmt.cond, env_u))))
+    for ix, iy in zip(ax.indices, ay.indices):
+        if not any(mentions(ix, v) for v in later_vars):
+            out.append(simplify_cond(Compare("==", subst(ix, env_u), iy)))
+    return out
+
+
+def conjoin(conds):
+    conds = [c for c in conds if not (isinstance(c, Compare) and c.left == c.right and c.op in ("==", "<=", ">="))]
+    if not conds:
+        return Compare("==", Const(0), Const(0))
+    result = conds[0]
+    for c in conds[1:]:
+        result = And(result, c)
+    return result
+
+
+# ------------------------------------------------------------ proof by Z3
+
+
+def _check_unsat(*assertions, rlimit: int = 20_000_000) -> str | None:
+    """None when Z3 proves the assertions unsat within a resource budget. The budget is
+    deterministic for one query, but Z3's effort also depends on the ids its terms got
+    earlier in the process; a query near the budget once ran out after other kernels
+    had been planned (tests/data/threshold_cases/flat_index_double_buffer.sync). Each plan
+    now starts in a fresh Z3 context (plan_thresholds), which removed that dependence
+    on the process's history; an exhausted budget is still retried once with ten times
+    as much before giving up, for queries that sit near the budget on their own."""
+    for budget in (rlimit, 10 * rlimit):
+        solver = z3.Solver()
+        solver.set("rlimit", budget)
+        solver.add(*assertions)
+        result = solver.check()
+        if result == z3.unsat:
+            return None
+        if result == z3.sat:
+            return "z3 found a counterexample"
+    return f"z3: unknown ({solver.reason_unknown()})"
+
+
+def prove_candidates(program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
+                      soundness_only: bool = False) -> str | None:
+    """None when Z3 proves the candidates exact (or, with soundness_only, just that each
+    is an earlier matching instance when its condition holds); else why not."""
+    ax, ay = pair
+    params = {p.name: ENV[p.name] for p in program.params}
+    y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
+    x_env = {**params, **{l.var: z3.Int(f"{l.var}@x") for l in x.loops}}
+    nonneg = [v >= 0 for v in params.values()]
+    y_dom = domain(y, y_env)
+    some_x = domain(x, x_env) + [same_element(ax, x_env, ay, y_env), precedes(x, x_env, y, y_env)]
+    earlier_fail = []
+    for candidate in candidates:
+        c = to_z3(candidate.condition, ENV)
+        r_env = {**params, **{v: to_z3(e, ENV) for v, e in candidate.values.items()}}
+        valid = z3.And(*domain(x, r_env), same_element(ax, r_env, ay, y_env), precedes(x, r_env, y, y_env))
+        why = _check_unsat(*nonneg, *y_dom, c, z3.Not(valid))
+        if why:
+            return f"a candidate is not always a conflicting earlier instance ({why})"
+        if soundness_only:
+            continue
+        why = _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail, c, precedes(x, r_env, x, x_env))
+        if why:
+            return f"a later conflicting instance escapes the case analysis ({why})"
+        earlier_fail.append(z3.Not(c))
+    why = None if soundness_only else _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail)
+    if why:
+        return f"a conflicting instance escapes the case analysis ({why})"
+    return None

@@ -1,0 +1,265 @@
+"""Irredundancy: drop waits that the other waits and in-order execution imply.
+
+Rule. Wait `F >= T` of op y is dropped when Z3 proves, for every parameter value and
+every instance of y, that when y may issue some instance z has completed whose own
+requirement already forces C[F] >= T:
+- z is reached from y by a chain of at most `MAX_HOPS` steps, each step either
+  "a producer instance that one of y's kept waits covers" (first step only), "a
+  producer instance that z's exact requirement covers", or "an earlier instance on
+  the same engine" (in-order execution: it completed before the next one issued);
+- z's requirement on F (its exact threshold, evaluated at z's loop indices) is at
+  least T, or z runs on F and is itself the T-th instance or later.
+Why it is sound: by induction over program order, every instance's exact
+requirement holds when it issues (kept waits enforce theirs; a dropped wait's
+requirement follows from an earlier instance's); the first step only uses waits of
+y that stay, and those are pinned so that they are never dropped later. Exact waits
+stay exact, so the result stays bisimilar. Dropping only ever removes a wait, so it
+cannot add over-synchronization.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import attrs
+import z3
+
+from semantics.context import Site
+from semantics.errors import SyncproofError
+from semantics.ir import Access, And, BinOp, Const, Program, Var
+from semantics.symbolic import conflicting_pairs, domain
+from algorithm.threshold.counting import ENV, Unsupported, count_upto, subst, z
+from semantics.simplify import simplify
+from algorithm.threshold.plan import Plan, PlanEntry, Context, candidates_of, keep_z3_small, prove_candidates
+
+MAX_HOPS = 3
+MAX_CHAIN_NODES = 150
+
+_NO_PAIR = (Access("", ()), Access("", ()))
+
+
+@attrs.frozen
+class Source:
+    site: Site
+    condition: object  # over the loop indices of the instance it is a source of
+    values: dict  # the source's loop variables -> expressions over those indices
+    via: str | None  # the engine whose wait covers it (None: in-order predecessor)
+
+
+def _same_engine_sources(program: Program, y: Site, same: list[Site], tops: list[int]) -> list[Source]:
+    """Earlier instances on y's engine that in-order execution completes before y:
+    the ops of y's engine in y's top-level statement, and the last one before it (a
+    bounded subset, so the work per op does not grow with the program). `same` is
+    the engine's sites in program order, `tops` their top-level statement indices."""
+    out = []
+    top = y.trail[0].index
+    first = bisect.bisect_left(tops, top)
+    nearby = same[first:bisect.bisect_right(tops, top)] + same[max(0, first - 1):first]
+    for e in nearby:
+        try:
+            candidates = candidates_of(program, e, y, _NO_PAIR)
+        except Unsupported:
+            continue
+        if prove_candidates(program, e, y, _NO_PAIR, candidates, soundness_only=True):
+            continue
+        out += [Source(e, c.condition, c.values, None) for c in candidates]
+    return out
+
+
+def _requirement(ctx, entries, z: Site, engine: str, values: dict):
+    """What z's completion guarantees of C[engine], over the chain's indices."""
+    program = ctx.program
+    if z.op.engine == engine:
+        env = {p.name: Var(p.name) for p in program.params}
+        try:
+            before = count_upto(program.body, env, z.trail, values,
+                                ctx.names(ctx.by_engine[engine]), _no_facts(), ctx.prefix)
+        except Unsupported:
+            return None
+        return simplify(BinOp("+", before, Const(1)))
+    entry = entries.get((z.op.name, engine))
+    if entry is None or entry.closed is None:
+        return None
+    return simplify(subst(entry.closed, values))
+
+
+def _no_facts():
+    from algorithm.threshold.counting import Facts
+
+    return Facts()
+
+
+def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs) -> tuple[list[PlanEntry], int]:
+    """The plan's entries without redundant waits, and how many were dropped
+    (`conflicts` as for `plan_thresholds`)."""
+    ctx = Context(program, conflicts)
+    all_sites = ctx.sites
+    entries = {(e.op, e.engine): e for e in plan.entries}
+    by_op: dict[str, list[PlanEntry]] = {}
+    for e in plan.entries:
+        by_op.setdefault(e.op, []).append(e)
+    same_engine: dict[str, list[Source]] = {}  # computed on demand: Z3 proofs per op pair
+    tops = {e: [s.trail[0].index for s in sites_] for e, sites_ in ctx.by_engine.items()}
+
+    def sources(name: str, kept_engines=None) -> list[Source]:
+        if name not in same_engine:
+            site = all_sites[name]
+            same_engine[name] = _same_engine_sources(program, site, ctx.by_engine[site.op.engine],
+                                                     tops[site.op.engine])
+        out = list(same_engine[name])
+        for e in by_op.get(name, ()):
+            if e.exact and (kept_engines is None or e.engine in kept_engines):
+                out += [Source(x, c.condition, c.values, e.engine) for x, c in e.sources]
+        return out
+
+    # Which engines' counts a chain through each op can vouch for (a static closure):
+    # a chain through an op that cannot reach engine F is never explored for F.
+    # (Over-approximated per engine: every op on an engine may precede every other, so
+    # all ops of one engine share one set; linear in the plan, not in op pairs.)
+    engine_reach = {e: {e} for e in program.engines}
+    for e in plan.entries:
+        if e.exact:
+            engine_reach[all_sites[e.op].op.engine].add(e.engine)
+    changed = True
+    while changed:
+        changed = False
+        for e in plan.entries:
+            if not e.exact:
+                continue
+            mine = engine_reach[all_sites[e.op].op.engine]
+            for x, _ in e.sources:
+                extra = engine_reach[x.op.engine] - mine
+                if extra:
+                    mine |= extra
+                    changed = True
+    reach = {name: engine_reach[site.op.engine] for name, site in all_sites.items()}
+
+    def useful(name: str, engine: str) -> bool:
+        return engine in reach[name]
+
+    memo: dict = {}
+
+    def requirement(z_site, engine, values):
+        key = (z_site.op.name, engine, tuple(sorted(values.items(), key=lambda kv: kv[0])))
+        if key not in memo:
+            memo[key] = _requirement(ctx, entries, z_site, engine, values)
+        return memo[key]
+
+    kept = {(e.op, e.engine) for e in plan.entries}
+    necessary = _shown_necessary(program, plan.entries)
+    pinned: set = set()
+    dropped = 0
+    for n, (y_name, y_entries) in enumerate(by_op.items()):
+        keep_z3_small(n, ctx)
+        y = all_sites[y_name]
+        for entry in y_entries:
+            if not entry.exact or entry.closed is None or (y_name, entry.engine) in pinned \
+                    or (y_name, entry.engine) in necessary:
+                continue
+            others = {e.engine for e in y_entries if e.engine != entry.engine and (y_name, e.engine) in kept}
+            used = _implied(ctx, requirement, useful, sources, y, entry, others)
+            if used is None:
+                continue
+            kept.discard((y_name, entry.engine))
+            pinned |= {(y_name, g) for g in used}
+            dropped += 1
+    return [e for e in plan.entries if (e.op, e.engine) in kept], dropped
+
+
+SAMPLE_VALUES = range(0, 4)
+MAX_SAMPLES = 64
+
+
+def _shown_necessary(program: Program, entries) -> set:
+    """(op, engine) waits that some small concrete valuation shows are needed: an
+    instance whose requirement on the engine no other wait or in-order predecessor
+    implies (happens-before vectors, computed in program order). A cheap refutation
+    that spares the Z3 proof for the waits that are not redundant."""
+    import itertools
+
+    from semantics.sequential import UnrollLimit, unroll
+    from algorithm.threshold.plan import apply_plan
+
+    from semantics.ir import ops as program_ops
+
+    synced = apply_plan(program, entries)
+    all_ops = program_ops(program)
+    names = [p.name for p in program.params]
+    combos = list(itertools.product(SAMPLE_VALUES, repeat=len(names)))[:MAX_SAMPLES]
+    if all(p.default is not None for p in program.params):
+        combos.append(tuple(p.default for p in program.params))
+    engines = len(program.engines)
+    shown: set = set()
+    for combo in combos:
+        try:
+            unrolled = unroll(synced, dict(zip(names, combo)), limit=max(20_000, 200 * len(all_ops)))
+        except (UnrollLimit, SyncproofError):
+            continue
+        by_local = [[i for i in s if i >= 0] for s in unrolled.streams]
+        guaranteed: list = [None] * len(unrolled.instances)
+        previous = [None] * engines
+        for y in unrolled.instances:
+            parts = []  # (engine of the wait or None, vector it guarantees)
+            p = previous[y.engine]
+            if p is not None:
+                vec = list(guaranteed[p])
+                vec[y.engine] = max(vec[y.engine], unrolled.instances[p].local + 1)
+                parts.append((None, vec))
+            for engine, t in y.waits:
+                if t > 0 and t <= len(by_local[engine]):
+                    vec = list(guaranteed[by_local[engine][t - 1]])
+                    vec[engine] = max(vec[engine], t)
+                    parts.append((engine, vec))
+            full = [max((v[e] for _, v in parts), default=0) for e in range(engines)]
+            for engine, t in y.waits:
+                if t > 0 and (y.op.name, program.engines[engine]) not in shown:
+                    without = max((v[engine] for g, v in parts if g != engine), default=0)
+                    if without < t:
+                        shown.add((y.op.name, program.engines[engine]))
+            guaranteed[y.index] = full
+            previous[y.engine] = y.index
+    return shown
+
+
+def _implied(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, others: set):
+    """The engines of y's waits that a proof of redundancy needs, or None if unproven."""
+    if not _proves(ctx, requirement, useful, sources, y, entry, others):
+        return None
+    needed = set(others)
+    for engine in sorted(others):
+        if _proves(ctx, requirement, useful, sources, y, entry, needed - {engine}):
+            needed.discard(engine)
+    return needed
+
+
+def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_engines: set) -> bool:
+    program = ctx.program
+    target = entry.closed
+    disjuncts = []
+    frontier = [(s.site, s.condition, s.values) for s in sources(y.op.name, kept_engines)
+                if useful(s.site.op.name, entry.engine)]
+    nodes = 0
+    for hop in range(MAX_HOPS):
+        following = []
+        for z_site, condition, values in frontier:
+            nodes += 1
+            if nodes > MAX_CHAIN_NODES:
+                break
+            guaranteed = requirement(z_site, entry.engine, values)
+            if guaranteed is not None:
+                disjuncts.append(z3.And(z(condition), z(guaranteed) >= z(target)))
+            if hop + 1 < MAX_HOPS:
+                for s in sources(z_site.op.name):
+                    if useful(s.site.op.name, entry.engine):
+                        following.append((s.site, And(condition, subst(s.condition, values)),
+                                          {k: subst(v, values) for k, v in s.values.items()}))
+        frontier = following
+    if not disjuncts:
+        return False
+    params = {p.name: ENV[p.name] for p in program.params}
+    y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
+    solver = z3.Solver()
+    solver.set("rlimit", 20_000_000)
+    solver.add(*[v >= 0 for v in params.values()], *domain(y, y_env))
+    solver.add(z3.Not(z3.Or(z(target) <= 0, *disjuncts)))
+    return solver.check() == z3.unsat

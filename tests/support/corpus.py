@@ -1,0 +1,27 @@
+"""Where the test data lives, and the kernel corpus the strategy tests run over."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from semantics.ir import Program
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS_DIR = ROOT / "kernels"
+DATA_DIR = ROOT / "tests" / "data"
+CASES_DIR = DATA_DIR / "threshold_cases"
+# kernels/suite is the timing bench's (tests/verify/timing/test_timing.py)
+CORPUS = sorted(KERNELS_DIR.glob("*.sync")) + sorted((KERNELS_DIR / "bugs").glob("*.sync"))
+CASES = sorted(CASES_DIR.glob("*.sync"))
+ALL_KERNELS = CORPUS + CASES
+
+HI = 3  # every parameter over 0..HI unless stated otherwise
+
+
+def kernel_id(path: Path) -> str:
+    """A short test id: the path below kernels/ or tests/data/."""
+    return path.relative_to(KERNELS_DIR if path.is_relative_to(KERNELS_DIR) else DATA_DIR).as_posix()
+
+
+def bounds_of(program: Program, hi: int = HI):
+    return tuple((p.name, 0, hi) for p in program.params)

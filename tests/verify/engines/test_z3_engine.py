@@ -1,0 +1,473 @@
+"""The Z3 checker (verify/engines/z3_check.py) against the Python semantics and the explicit checker.
+
+1. Encoding agreement: on concrete reachable states of random programs (walking the
+   Python machines at a fixed valuation), the mirrored Z3 step rules of
+   verify/engines/z3_machines.py evaluate to exactly what semantics/machines.py computes, and
+   the potential program's terms (existence, local indices, T_min, thresholds,
+   barrier positions) to what `unroll` and `requirements` compute. Every run also
+   satisfies the event-time constraints of verify/engines/z3_events.py, whose states at each
+   time are the machines' states.
+2. Verdict agreement of the explicit and Z3 engines on every kernel of the corpus and
+   on generated programs: random waits and barriers, and the threshold strategy's
+   output perturbed (a threshold +-1, a wait dropped, a wait added, a barrier inserted).
+3. The command line: `--engine z3|both`, disagreement and unknown as exit 3.
+A "teeth" test breaks one mirrored rule and checks that the agreement property fails.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+import z3
+from hypothesis import HealthCheck, find, given, note, settings
+from hypothesis import strategies as st
+
+from algorithm.registry import get_strategy
+from semantics.errors import KernelError
+from semantics.ir import Barrier, BinOp, Const, For, If, Var, Wait
+from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
+from semantics.parser import parse
+from semantics.printer import print_program
+from semantics.sequential import requirements, unroll
+from semantics.validate import validate
+from verify.engines import explicit
+from verify.engines import z3_check
+from verify.engines import z3_events as ze
+from verify.engines import z3_machines as zm
+from verify.cli.main import main
+
+from tests.support.perturb import fails
+from verify.search.generators import param_bounds, programs, valuations
+from verify.verdicts import CheckResult, Verdict
+
+HI = 2  # parameters over 0..HI (the size bound of programs() assumes max_param=2)
+from tests.support.corpus import KERNELS_DIR
+KERNELS = sorted(KERNELS_DIR.glob("*.sync")) + sorted((KERNELS_DIR / "bugs").glob("*.sync"))  # kernels/suite: the timing bench (tests/verify/timing/test_timing.py)
+
+
+# ------------------------------------------------------------------ 1. encoding agreement
+
+
+def _model(pp, values, extra=()):
+    """The (unique) values of the potential program's named terms at one valuation."""
+    solver = z3.Solver()
+    solver.add(*pp.facts, *extra, *[pp.params[k] == v for k, v in values.items()])
+    assert solver.check() == z3.sat
+    return solver.model()
+
+
+def _value(model, state) -> tuple[int, ...]:
+    """A symbolic state's value in the Python machines' form (2 * position + busy)."""
+    return tuple(2 * model.eval(p, model_completion=True).as_long()
+                 + int(z3.is_true(model.eval(b, model_completion=True))) for p, b in state)
+
+
+def _true(model, formula) -> bool:
+    return z3.is_true(model.eval(formula, model_completion=True))
+
+
+def _walk(machine, choices, both=None):
+    """States of a random run (labels enabled in `machine`, and in `both` if given)."""
+    state = machine.initial()
+    states, labels = [state], []
+    for choice in choices:
+        enabled = machine.enabled(state)
+        if both is not None:
+            enabled = [l for l in enabled if l in set(both[0].enabled(both[1]))]
+        if not enabled:
+            break
+        label = enabled[choice % len(enabled)]
+        labels.append(label)
+        if both is not None:
+            both = (both[0], both[0].step(both[1], label))
+        state = machine.step(state, label)
+        states.append(state)
+    return states, labels
+
+
+def potential_program_property(pp, model, unrolled):
+    index = {(i.op.name, i.env): i for i in unrolled.instances}
+    occurring = [y for y in pp.instances if _true(model, y.exists)]
+    assert [(y.op.name, y.env) for y in occurring] == list(index), "existence or static order"
+    need = requirements(unrolled)
+    for y in occurring:
+        instance = index[(y.op.name, y.env)]
+        assert model.eval(y.local).as_long() == instance.local
+        assert tuple(model.eval(n, model_completion=True).as_long() for n in y.need) == need[instance.index]
+        assert tuple((f, model.eval(t).as_long()) for f, t in y.waits) == instance.waits
+        assert model.eval(y.position).as_long() == unrolled.streams[y.engine].index(instance.index)
+    passes = [b for b in pp.barriers if _true(model, b.exists)]
+    assert len(passes) == len(unrolled.barriers)
+    for number, b in enumerate(passes):
+        for e, stream in enumerate(unrolled.streams):
+            assert model.eval(b.position[e]).as_long() == stream.index(-1 - number)
+
+
+def encoding_property(program, values, choices) -> None:
+    """The mirrored rules evaluate to the Python machines' answers on reachable states."""
+    pp = zm.potential_program(program, explicit.valuations(param_bounds(program, HI)))
+    model = _model(pp, values)
+    unrolled = unroll(program, values)
+    potential_program_property(pp, model, unrolled)
+    number = {(i.op.name, i.env): i.index for i in unrolled.instances}
+
+    def label_of(y):
+        return number.get((y.op.name, y.env))
+
+    engines = range(len(program.engines))
+    ref, ctr = Reference(unrolled), Counter(unrolled)
+    assert _value(model, zm.reference_initial(pp)) == ref.initial()
+    assert _value(model, zm.counter_initial(pp)) == ctr.initial()
+    states, labels = _walk(ref, choices)
+    for k, r in enumerate(states):
+        zr = zm.concrete_state(r)
+        enabled = set(ref.enabled(r))
+        for y in pp.instances:
+            assert _true(model, zm.reference_issue_enabled(pp, zr, y)) == (Label(ISSUE, label_of(y)) in enabled)
+        for e in engines:
+            assert _true(model, zm.complete_enabled(zr, e)) == any(
+                l.kind == COMPLETE and unrolled.instances[l.instance].engine == e for l in enabled)
+        assert _true(model, zm.reference_final(pp, zr)) == ref.final(r)
+        if k < len(labels):
+            engine = unrolled.instances[labels[k].instance].engine
+            assert _value(model, zm.reference_step(pp, zr, engine)) == states[k + 1]
+    states, labels = _walk(ctr, choices)
+    for k, c in enumerate(states):
+        zc = zm.concrete_state(c)
+        enabled = set(ctr.enabled(c))
+        for y in pp.instances:
+            assert _true(model, zm.counter_issue_enabled(pp, zc, y)) == (Label(ISSUE, label_of(y)) in enabled)
+        for e in engines:
+            assert model.eval(zm.counter_value(pp, zc, e)).as_long() == ctr.counter(c, e)
+            assert _true(model, zm.at_barrier(pp, zc, e)) == (ctr.at_barrier(c, e) is not None)
+            assert _true(model, zm.complete_enabled(zc, e)) == any(
+                l.kind == COMPLETE and unrolled.instances[l.instance].engine == e for l in enabled)
+        assert _true(model, zm.counter_final(pp, zc)) == ctr.final(c)
+        assert _true(model, zm.counter_stuck(pp, zc)) == (not enabled and not ctr.final(c))
+        if k < len(labels):
+            engine = unrolled.instances[labels[k].instance].engine
+            assert _value(model, zm.counter_step(pp, zc, engine)) == states[k + 1]
+    events_property(pp, unrolled, choices)
+
+
+def events_property(pp, unrolled, choices) -> None:
+    """A run of both machines, timed by its step numbers, satisfies the event-time
+    constraints, and the state at each time is the machines' state (z3_events.py)."""
+    ref, ctr = Reference(unrolled), Counter(unrolled)
+    states, labels = _walk(ctr, choices, both=(ref, ref.initial()))
+    states = [ctr.initial()]
+    refs = [ref.initial()]
+    for label in labels:
+        states.append(ctr.step(states[-1], label))
+        refs.append(ref.step(refs[-1], label))
+    tl = ze.timeline(pp)
+    by_instance = {(y.op.name, y.env): y for y in pp.instances}
+    times = []
+    for step, label in enumerate(labels, 1):
+        y = by_instance[(unrolled.instances[label.instance].op.name, unrolled.instances[label.instance].env)]
+        times.append((tl.issue if label.kind == ISSUE else tl.complete)[y.number] == step)
+    # All engines pass a barrier together: count the passes in engine 0's stream.
+    barrier_times = []
+    for step, c in enumerate(states):  # the complete of step `step` passed these barriers
+        now = sum(1 for i in unrolled.streams[0][: c[0] >> 1] if i < 0)
+        barrier_times += [step] * (now - len(barrier_times))
+    existing = [b for b in pp.barriers if _true(_model(pp, dict(unrolled.valuation)), b.exists)]
+    times += [tl.passed[b.number] == t for b, t in zip(existing, barrier_times)]
+    horizon = len(labels) + 1
+    # Events the run has not taken come after the horizon.
+    issued = {(unrolled.instances[l.instance].op.name, unrolled.instances[l.instance].env)
+              for l in labels if l.kind == ISSUE}
+    completed = {(unrolled.instances[l.instance].op.name, unrolled.instances[l.instance].env)
+                 for l in labels if l.kind == COMPLETE}
+    for y in pp.instances:
+        if (y.op.name, y.env) not in issued:
+            times.append(z3.Implies(y.exists, tl.issue[y.number] >= horizon))
+        if (y.op.name, y.env) not in completed:
+            times.append(z3.Implies(y.exists, tl.complete[y.number] >= horizon))
+    times += [tl.passed[b.number] >= horizon for b in existing[len(barrier_times):]]
+    model = _model(pp, dict(unrolled.valuation), (*tl.facts, *ze.issues_enabled(pp, tl, horizon), *times))
+    for t in range(1, horizon + 1):
+        assert _value(model, ze.counter_state_at(pp, tl, t)) == states[t - 1]
+        assert _value(model, ze.reference_state_at(pp, tl, t)) == refs[t - 1]
+
+
+_choices = st.lists(st.integers(0, 5), min_size=0, max_size=40)
+
+
+@given(st.one_of(programs(synced=True), programs()).flatmap(lambda p: st.tuples(st.just(p), valuations(p, HI))),
+       _choices)
+def test_mirrored_rules_agree_with_the_machines(program_values, choices):
+    program, values = program_values
+    note(print_program(program))
+    encoding_property(program, values, choices)
+
+
+def test_teeth_a_counter_ignoring_waits_is_caught(monkeypatch):
+    """Break one mirrored rule: the agreement property must find a program where it matters."""
+    def ignoring_waits(pp, state, y):
+        pos, busy = state[y.engine]
+        return z3.And(z3.Not(busy), y.exists, y.position == pos)
+
+    monkeypatch.setattr(zm, "counter_issue_enabled", ignoring_waits)
+    found = find(programs(synced=True).flatmap(lambda p: st.tuples(st.just(p), valuations(p, HI))),
+                 lambda pv: fails(encoding_property, pv[0], pv[1], [0] * 40), settings=_FIND)
+    assert any(op.waits for op in _ops(found[0])), print_program(found[0])
+
+
+_FIND = settings(database=None, derandomize=True, max_examples=300, deadline=None,
+                 suppress_health_check=list(HealthCheck))
+
+
+def _ops(program):
+    from semantics.ir import ops
+
+    return ops(program)
+
+
+# ------------------------------------------------------------------ 2. verdict agreement
+
+
+def agreement_property(program, bounds, options: z3_check.Z3Options | None = None) -> CheckResult:
+    """Both engines reach the same verdict; a Z3 finding comes with a replayed witness."""
+    expected = explicit.check(program, bounds)
+    result = z3_check.check(program, bounds, options or z3_check.Z3Options())
+    assert result.verdict != Verdict.UNKNOWN, result.reason
+    assert (result.verdict, result.holds, result.complete) == (expected.verdict, expected.holds, expected.complete)
+    if result.holds is False:
+        witness = result.witness
+        assert witness.verdict == result.verdict and witness.failing and witness.trace is not None
+        for name, lo, hi in bounds:
+            assert lo <= dict(witness.unrolled.valuation)[name] <= hi
+    return result
+
+
+def _kernel_cases():
+    cases = []
+    for path in KERNELS:
+        cases.append(pytest.param(path, "manual", id=f"{path.relative_to(KERNELS_DIR)}-manual"))
+        if path.parent.name != "bugs":  # bugs are hand-synced: only their own waits matter
+            cases.append(pytest.param(path, "threshold", id=f"{path.relative_to(KERNELS_DIR)}-threshold"))
+    return cases
+
+
+@pytest.mark.parametrize("path, strategy", _kernel_cases())
+def test_engines_agree_on_the_corpus(path, strategy):
+    # Default bounds 0..3 for every kernel: the slowest takes about 3 s in Z3.
+    from semantics.parser import parse_file
+
+    program = get_strategy(strategy)(parse_file(str(path))).program
+    agreement_property(program, param_bounds(program, 3))
+
+
+@st.composite
+def perturbed_threshold_programs(draw, max_instances=12):
+    """The threshold strategy's output, perturbed: a wait threshold +-1, a wait dropped,
+    a wait added, a barrier inserted (or nothing: exact)."""
+    program = get_strategy("threshold")(draw(programs(max_instances=max_instances))).program
+    waits = [(op.name, n) for op in _ops(program) for n in range(len(op.waits))]
+    kind = draw(st.sampled_from(["exact", "plus", "minus", "drop", "add", "barrier"]))
+    note(f"perturbation: {kind}")
+    if kind in ("plus", "minus", "drop") and waits:
+        target = draw(st.sampled_from(waits))
+
+        def change(op):
+            if op.name != target[0]:
+                return op
+            wait = op.waits[target[1]]
+            if kind == "drop":
+                return attrs.evolve(op, waits=op.waits[: target[1]] + op.waits[target[1] + 1:])
+            moved = BinOp("+" if kind == "plus" else "-", wait.threshold, Const(1))
+            return attrs.evolve(op, waits=op.waits[: target[1]] + (attrs.evolve(wait, threshold=moved),)
+                                + op.waits[target[1] + 1:])
+        program = attrs.evolve(program, body=_map_ops(program.body, change))
+    elif kind == "add":
+        name = draw(st.sampled_from([op.name for op in _ops(program)]))
+        engine = draw(st.sampled_from(program.engines))
+        threshold = draw(st.sampled_from([Const(1), Const(2)] + [Var(p.name) for p in program.params]))
+        program = attrs.evolve(program, body=_map_ops(
+            program.body, lambda op: attrs.evolve(op, waits=op.waits + (Wait(engine, threshold),))
+            if op.name == name else op))
+    elif kind == "barrier":
+        points = _insertion_points(program.body)
+        program = attrs.evolve(program, body=_insert_barrier(program.body, draw(st.integers(0, points - 1))))
+    validate(program)
+    return program
+
+
+def _map_ops(body, fn):
+    from semantics.ir import map_ops
+
+    return map_ops(body, fn)
+
+
+def _insertion_points(body) -> int:
+    """Places a statement can go: before each statement and at the end, in every block."""
+    count = len(body) + 1
+    for stmt in body:
+        if isinstance(stmt, For):
+            count += _insertion_points(stmt.body)
+        elif isinstance(stmt, If):
+            count += _insertion_points(stmt.then) + _insertion_points(stmt.else_)
+    return count
+
+
+def _insert_barrier(body, point):
+    """`body` with a barrier at insertion point number `point` (depth first)."""
+    out = []
+    for stmt in body:
+        if point == 0:
+            out.append(Barrier())
+        point -= 1
+        if isinstance(stmt, For):
+            inner = _insertion_points(stmt.body)
+            if 0 <= point < inner:
+                stmt = attrs.evolve(stmt, body=_insert_barrier(stmt.body, point))
+            point -= inner
+        elif isinstance(stmt, If):
+            then, else_ = _insertion_points(stmt.then), _insertion_points(stmt.else_)
+            if 0 <= point < then:
+                stmt = attrs.evolve(stmt, then=_insert_barrier(stmt.then, point))
+            elif 0 <= point - then < else_:
+                stmt = attrs.evolve(stmt, else_=_insert_barrier(stmt.else_, point - then))
+            point -= then + else_
+        out.append(stmt)
+    if point == 0:
+        out.append(Barrier())
+    return tuple(out)
+
+
+@settings(max_examples=30)  # the threshold strategy itself takes most of the time
+@given(perturbed_threshold_programs())
+def test_engines_agree_on_perturbed_threshold_sync(program):
+    note(print_program(program))
+    agreement_property(program, param_bounds(program, HI))
+
+
+@settings(max_examples=40)
+@given(programs(synced=True))
+def test_engines_agree_on_random_waits_and_barriers(program):
+    note(print_program(program))
+    agreement_property(program, param_bounds(program, HI))
+
+
+@pytest.mark.slow
+@given(st.one_of(programs(synced=True), perturbed_threshold_programs()))
+def test_engines_agree_on_many_generated_programs(program):
+    note(print_program(program))
+    agreement_property(program, param_bounds(program, HI))
+
+
+@pytest.mark.slow
+@settings(max_examples=20)
+@given(st.one_of(programs(synced=True, max_instances=6), perturbed_threshold_programs(max_instances=6)))
+def test_step_by_step_bmc_agrees_with_the_explicit_engine(program):
+    """The depth-by-depth BMC (the plain encoding; slow, so tiny programs) reaches the
+    same verdicts."""
+    note(print_program(program))
+    agreement_property(program, param_bounds(program, 1), z3_check.Z3Options(encoding="steps"))
+
+
+def test_step_by_step_bmc_on_a_small_kernel():
+    program = parse("engines LD PE\nparam N\nfor i in 0..N {\n  LD w writes a[i % 2]  wait PE >= i - 1\n"
+                    "  PE r reads a[i % 2]  wait LD >= max(i, 1)\n}\n")
+    result = agreement_property(program, (("N", 0, 2),), z3_check.Z3Options(encoding="steps"))
+    assert result.verdict == Verdict.UNSOUND and result.states > 1  # one query per depth
+
+
+# ------------------------------------------------------------------ budgets, errors
+
+
+def test_unknown_is_never_success(tmp_path):
+    program = parse_kernel("triangular_attention.sync")
+    options = z3_check.Z3Options(query_timeout_ms=1, dump_smt=str(tmp_path))
+    result = z3_check.check(program, param_bounds(program, 3), options)
+    assert result.verdict == Verdict.UNKNOWN and result.holds is None and not result.complete
+    assert "Z3 returned unknown" in result.reason
+    dumps = list(tmp_path.glob("*.smt2"))
+    assert len(dumps) == 1 and str(dumps[0]) in result.reason
+    assert z3.parse_smt2_file(str(dumps[0]))  # a well-formed query
+
+
+def test_depth_limit_of_bmc_is_unknown_not_success():
+    program = parse_kernel("pipeline_db.sync")
+    result = z3_check.check(program, (("N", 0, 2),), z3_check.Z3Options(encoding="steps", max_depth=3))
+    assert result.verdict == Verdict.UNKNOWN and "depth limit" in result.reason
+
+
+def parse_kernel(name):
+    from semantics.parser import parse_file
+
+    return parse_file(str(KERNELS_DIR / name))
+
+
+_ERROR_AT_N3 = "engines LD PE\nparam N\nLD w writes a[1 // (3 - N)]\nPE r reads a[1]{wait}\n"
+
+
+def test_a_kernel_error_is_raised_as_the_explicit_engine_raises_it():
+    program = parse(_ERROR_AT_N3.format(wait="  wait LD >= 1"))
+    for check in (explicit.check, z3_check.check):
+        with pytest.raises(KernelError):
+            check(program, (("N", 0, 3),))
+
+
+def test_an_unsound_valuation_before_a_kernel_error_is_reported_as_explicit_does():
+    program = parse(_ERROR_AT_N3.format(wait=""))  # unsound at N=2 (1 // 1 == 1), error at N=3
+    result = agreement_property(program, (("N", 0, 3),))
+    assert result.verdict == Verdict.UNSOUND and dict(result.witness.unrolled.valuation) == {"N": 2}
+
+
+# ------------------------------------------------------------------ 3. command line
+
+
+def _verify(capsys, *args):
+    capsys.readouterr()
+    status = main(["verify", "--strategy", "manual", *args, "--json"])
+    captured = capsys.readouterr()
+    return status, json.loads(captured.out), captured.err
+
+
+@pytest.mark.parametrize("engine", ["z3", "both"])
+def test_cli_engines(capsys, engine):
+    status, data, err = _verify(capsys, str(KERNELS_DIR / "bugs" / "ring_off_by_one.sync"), "--engine", engine)
+    assert status == 1 and data["verdict"] == "unsound" and data["engine"] == engine
+    assert data["scope"] == "bounded" and data["trace"] and set(data["param"]) == {"N", "D"}
+    status, data, err = _verify(capsys, str(KERNELS_DIR / "pipeline_db.sync"), "--engine", engine)
+    assert status == 0 and data["verdict"] == "bisimilar"
+    if engine == "z3":
+        assert "verify[z3]" in err
+
+
+def test_cli_both_reports_a_disagreement_as_internal_error(capsys, monkeypatch):
+    def wrong(program, bounds, options):
+        return attrs.evolve(explicit.check(program, bounds), engine="z3", verdict=Verdict.UNSOUND, holds=False)
+
+    monkeypatch.setattr(z3_check, "check", wrong)
+    status, data, err = _verify(capsys, str(KERNELS_DIR / "pipeline_db.sync"), "--engine", "both")
+    assert status == 3 and "engines disagree" in err
+    assert data["verdict"] == "unknown"
+    assert data["explicit"]["verdict"] == "bisimilar" and data["z3"]["verdict"] == "unsound"
+
+
+def test_cli_both_with_an_unknown_answer_exits_3(capsys, monkeypatch):
+    def unknown(program, bounds, options):
+        return attrs.evolve(explicit.check(program, bounds), engine="z3", verdict=Verdict.UNKNOWN, holds=None,
+                            complete=False, reason="Z3 returned unknown (canceled)")
+
+    monkeypatch.setattr(z3_check, "check", unknown)
+    status, data, _ = _verify(capsys, str(KERNELS_DIR / "pipeline_db.sync"), "--engine", "both")
+    assert status == 3 and data["verdict"] == "unknown" and data["z3"]["reason"].startswith("Z3")
+    capsys.readouterr()
+    assert main(["verify", "--strategy", "manual", str(KERNELS_DIR / "pipeline_db.sync"), "--engine", "both"]) == 3
+    out = capsys.readouterr().out
+    assert "--- engine explicit ---" in out and "--- engine z3 ---" in out
+
+
+def test_cli_kernel_error_with_z3(tmp_path, capsys):
+    kernel = tmp_path / "bad.sync"
+    kernel.write_text(_ERROR_AT_N3.format(wait="  wait LD >= 1"))
+    capsys.readouterr()
+    assert main(["verify", "--strategy", "manual", str(kernel), "--engine", "z3"]) == 2
+    assert f"{kernel}:3:" in capsys.readouterr().err

@@ -1,0 +1,179 @@
+"""The all-values proof (verify/proof/prove.py) and its counts (verify/proof/counts.py).
+
+Expected values come from unrolling programs (brute force), never from the algorithm.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+import z3
+
+from algorithm.registry import get_strategy
+from semantics.context import sites
+from semantics.ir import map_ops
+from semantics.parser import parse_file, parse
+from semantics.sequential import unroll
+from verify.cli.main import main
+from verify.proof.counts import Counter, to_z3
+from verify.engines.explicit import check
+from verify.proof.prove import PROVED, ProofOptions, prove
+from verify.verdicts import CheckOptions
+
+from tests.support.corpus import DATA_DIR, ROOT
+
+KERNELS = ROOT / "kernels"
+CASES = DATA_DIR / "prove_cases"
+
+# Corpus kernels whose threshold output the proof covers (affine loops, constant
+# moduli). ring_buffer's a[i % (D + 1)] is non-linear: Z3 may answer unknown there.
+AFFINE = ["design_example", "if_else_split", "masked_wait", "nested_dynamic", "pipeline_barrier",
+          "pipeline_db", "six_engine_block", "tile_transpose_2d", "triangular_attention", "zero_trip_acc"]
+
+
+def _local_counts_agree(program, hi: int) -> int:
+    """Compare every closed-form count with the unrolled program; return the number checked."""
+    counter = Counter(program)
+    found = sites(program)
+    checked = 0
+    for values in itertools.product(range(hi + 1), repeat=len(program.params)):
+        valuation = dict(zip([p.name for p in program.params], values))
+        unrolled = unroll(program, valuation)
+        for instance in unrolled.instances:
+            env = {k: z3.IntVal(v) for k, v in [*valuation.items(), *instance.env]}
+            site = found[instance.op.name]
+            for number, engine in enumerate(program.engines):
+                expected = sum(1 for x in unrolled.instances[:instance.index] if x.engine == number)
+                got = z3.simplify(to_z3(counter.before(site, ("engine", engine)), env, counter.atoms)).as_long()
+                assert got == expected, (instance.describe(), valuation, engine)
+                checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("name", ["triangular_attention", "if_else_split", "zero_trip_acc", "tile_transpose_2d"])
+def test_counts_equal_local_indices_of_unrolled_programs(name):
+    program = parse_file(KERNELS / f"{name}.sync")
+    assert _local_counts_agree(program, 3) > 50
+
+
+def test_iters_counts_equal_unrolled_iteration_counts():
+    program = parse(
+        "engines A B\nparam N, M\nfor i in 0..N {\n  for j in i..M {\n    A a writes x[j]\n  }\n"
+        "  if i % 2 == 0 {\n    B b reads x[i]\n  }\n}\n")
+    counter = Counter(program)
+    site = sites(program)["b"]
+    term = counter.before(site, ("loop", "j"))
+    for n, m in itertools.product(range(5), repeat=2):
+        for i in range(n):
+            expected = sum(max(m - k, 0) for k in range(i + 1))  # iterations of j begun by b(i)
+            env = {"N": z3.IntVal(n), "M": z3.IntVal(m), "i": z3.IntVal(i)}
+            assert z3.simplify(to_z3(term, env, counter.atoms)).as_long() == expected
+
+
+@pytest.mark.parametrize("name", AFFINE)
+def test_threshold_output_is_proved_for_every_parameter_value(name):
+    synced = get_strategy("threshold")(parse_file(KERNELS / f"{name}.sync")).program
+    proof = prove(synced, ProofOptions(timeout=600))  # budgets are rlimits per query; time is a safety net
+    assert proof.status == PROVED, proof.reason
+    assert all(o.status == PROVED for o in proof.obligations)
+
+
+def _bisimilar_within(program, hi: int) -> bool:
+    bounds = tuple((p.name, 0, hi) for p in program.params)
+    return check(program, bounds, CheckOptions()).holds is True
+
+
+@pytest.mark.parametrize("name, verdict", [("late_over_sync", "deadlock")])  # late_off_by_one: CLI test
+def test_threshold_wrong_only_for_large_parameters_is_refuted_outside_the_bounds(name, verdict):
+    program = parse_file(CASES / f"{name}.sync")
+    assert _bisimilar_within(program, 3)  # the bounded check cannot see it
+    proof = prove(program)
+    assert proof.status == "refuted", proof.reason
+    result = proof.counterexample
+    assert result.verdict.value == verdict
+    assert dict(result.witness.unrolled.valuation)["N"] > 3
+
+
+def test_dropping_a_needed_wait_is_not_proved():
+    # six_engine_block's threshold output keeps the load's wait on DVE: without it,
+    # nothing orders ld(i) after mm(i - 2) reads x[i % 2] (a chain needs that wait).
+    synced = get_strategy("threshold")(parse_file(KERNELS / "six_engine_block.sync")).program
+    broken = attrs.evolve(synced, body=map_ops(
+        synced.body, lambda op: attrs.evolve(op, waits=()) if op.name == "ld" else op))
+    proof = prove(broken)
+    assert proof.status == "refuted"
+    assert proof.counterexample.verdict.value == "unsound"
+
+
+def test_barriers_fall_back_to_the_bounded_result():
+    program = parse_file(KERNELS / "pipeline_barrier.sync")
+    proof = prove(program)
+    assert proof.status == "unknown" and "barrier" in proof.reason
+
+
+def test_a_timeout_is_unknown_never_proved():
+    synced = get_strategy("threshold")(parse_file(KERNELS / "nested_dynamic.sync")).program
+    proof = prove(synced, ProofOptions(timeout=0.0))
+    assert proof.status == "unknown"
+    assert all(o.status != PROVED for o in proof.obligations)
+
+
+def _verify_json(capsys, *args):
+    capsys.readouterr()
+    status = main(["verify", *args, "--json"])
+    return status, json.loads(capsys.readouterr().out)
+
+
+def test_cli_reports_scope_all_only_when_proved(capsys):
+    status, data = _verify_json(capsys, str(KERNELS / "nested_dynamic.sync"))
+    assert status == 0 and data["scope"] == "all" and data["all_values"]["status"] == "proved"
+    status, data = _verify_json(capsys, str(KERNELS / "nested_dynamic.sync"), "--scope", "bounded")
+    assert status == 0 and data["scope"] == "bounded" and data["all_values"]["status"] == "skipped"
+    status, data = _verify_json(capsys, "--strategy", "barrier", "--property", "soundness",
+                                str(KERNELS / "pipeline_db.sync"))
+    assert status == 0 and data["scope"] == "bounded" and data["all_values"]["status"] == "unknown"
+
+
+def test_cli_reports_the_counterexample_outside_the_bounds(capsys):
+    status, data = _verify_json(capsys, "--strategy", "manual", str(CASES / "late_off_by_one.sync"))
+    assert status == 1
+    assert data["verdict"] == "unsound" and data["scope"] == "bounded"
+    assert data["param"]["N"] > 3 and data["trace"]
+    assert data["all_values"]["status"] == "refuted"
+
+
+# ------------------------------------------------ differential: proved => bounded holds
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from verify.search.generators import param_bounds, programs  # noqa: E402
+
+from tests.support.perturb import perturbed_exact_programs  # noqa: E402
+
+
+def _proof_agrees_with_explicit(program, prop: str) -> None:
+    proof = prove(program, ProofOptions(property=prop, timeout=15, query_rlimit=3_000_000, max_states=20_000))
+    if proof.status == PROVED:
+        bounded = check(program, param_bounds(program, 2), CheckOptions(property=prop))
+        assert bounded.holds is True, f"{prop} proved for all values but {bounded.verdict.value} within 0..2"
+    if proof.status == "refuted":
+        assert proof.counterexample.holds is False
+
+
+@pytest.mark.slow
+@settings(max_examples=30, suppress_health_check=list(HealthCheck), deadline=None)
+@given(st.one_of(programs(synced=True, max_param=2), perturbed_exact_programs()),
+       st.sampled_from(["soundness", "bisimulation"]))
+def test_a_proof_never_covers_a_program_the_explicit_engine_refutes(program, prop):
+    _proof_agrees_with_explicit(program, prop)
+
+
+def test_peer_clauses_fall_back_to_the_bounded_result():
+    synced = get_strategy("flags")(parse_file(KERNELS / "pipeline_db.sync")).program
+    proof = prove(synced)
+    assert proof.status == "unknown" and "flag or token" in proof.reason

@@ -1,0 +1,287 @@
+"""The `syncproof` command line (DESIGN.md section 6).
+
+Exit status: 0 the property holds within the bounds (or the command succeeded),
+1 the property fails (a counterexample is printed), 2 bad input or usage,
+3 unknown (time or state limit) or an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+import attrs
+
+from algorithm.registry import get_strategy, stats_line
+from semantics.errors import KernelError, SyncproofError, UsageError
+from semantics.ir import Program
+from semantics.printer import print_program
+
+from verify.cli import lean as cli_lean
+from verify.cli import mlir as cli_mlir
+from verify.cli import prove as cli_prove
+from verify.cli import search as cli_search
+from verify.cli import timing as cli_timing
+from verify.engines.explicit import InternalError, check
+from verify.cli.report import result_json, result_text
+from verify.verdicts import PROPERTIES, CheckOptions, Verdict
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
+
+_PLANNED_COMMANDS: dict[str, str] = {}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse exits 2 already; keep its wording, drop nothing
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="syncproof", description="Insert and verify cross-engine synchronization.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("check", help="parse, validate and print a kernel")
+    p.add_argument("file")
+
+    p = sub.add_parser("sync", help="insert synchronization and print the synchronized kernel")
+    p.add_argument("file")
+    p.add_argument("--strategy", default="threshold")
+    p.add_argument("-o", "--output", metavar="OUT")
+    p.add_argument("--emit", choices=["sync", "mlir"], default="sync",
+                   help="output language; mlir: the imported .mlir FILE with its synchronization (docs/snax.md)")
+
+    p = sub.add_parser("verify", help="check a synchronized kernel against the reference semantics")
+    p.add_argument("file")
+    p.add_argument("--strategy", default="threshold")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
+                   help="inclusive bounds for one parameter (NAME=LO..HI or NAME=VALUE)")
+    p.add_argument("--max-param", type=int, metavar="K",
+                   help="bound every parameter not given by --param to 0..K (default 3)")
+    p.add_argument("--engine", choices=["explicit", "z3", "both"], default="explicit")
+    p.add_argument("--property", choices=PROPERTIES, default="bisimulation")
+    p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
+                   help="state limit per parameter valuation; reaching it gives 'unknown'")
+    p.add_argument("--timeout", type=float, default=None, help="time limit in seconds; reaching it gives 'unknown'")
+    p.add_argument("--dump-smt", metavar="DIR", default=None,
+                   help="(z3) write a query that ends 'unknown' to DIR as an .smt2 file")
+    cli_prove.add_arguments(p)
+    p.add_argument("--json", action="store_true")
+
+    cli_search.add_parsers(sub)
+    cli_timing.add_parsers(sub)
+    cli_lean.add_parsers(sub)
+    cli_mlir.add_parsers(sub)
+
+    for name, issue in _PLANNED_COMMANDS.items():
+        p = sub.add_parser(name, help=f"(not yet available: {issue})")
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+_BOUND = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
+
+
+def parse_bounds(program: Program, specs: list[str], max_param: int | None) -> tuple[tuple[str, int, int], ...]:
+    """Inclusive bounds for every parameter: --param values, else 0..max_param (default 3)."""
+    if max_param is not None and max_param < 0:
+        raise UsageError("--max-param must be non-negative")
+    declared = [p.name for p in program.params]
+    given: dict[str, tuple[int, int]] = {}
+    for spec in specs:
+        match = _BOUND.match(spec)
+        if not match:
+            raise UsageError(f"bad --param '{spec}': expected NAME=LO..HI or NAME=VALUE with non-negative integers")
+        name, lo, hi = match.group(1), int(match.group(2)), match.group(3)
+        hi = lo if hi is None else int(hi)
+        if name in given:
+            raise UsageError(f"--param {name} is given twice")
+        if name not in declared:
+            raise UsageError(f"--param {name}: the kernel has no parameter '{name}' "
+                             f"(parameters: {', '.join(declared) or 'none'})")
+        if hi < lo:
+            raise UsageError(f"--param {spec}: empty range")
+        given[name] = (lo, hi)
+    top = 3 if max_param is None else max_param
+    return tuple((name, *given.get(name, (0, top))) for name in declared)
+
+
+def _cmd_check(args) -> int:
+    program = cli_mlir.load(args.file)
+    sys.stdout.write(print_program(program))
+    return EXIT_OK
+
+
+def _cmd_sync(args) -> int:
+    program = cli_mlir.load(args.file)
+    result = get_strategy(args.strategy)(program)
+    text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
+    print(stats_line(result.stats), file=sys.stderr)
+    for note in result.stats.get("notes", ()):
+        print(f"sync: note: {note}", file=sys.stderr)
+    if args.output:
+        try:
+            with open(args.output, "w") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _cmd_verify(args) -> int:
+    program = cli_mlir.load(args.file)
+    strategy = get_strategy(args.strategy)
+    bounds = parse_bounds(program, args.param, args.max_param)
+    if args.max_states <= 0:
+        raise UsageError("--max-states must be positive")
+    sync_result = strategy(program)
+    synced = sync_result.program
+
+    def progress(line):
+        print(line, file=sys.stderr, flush=True)
+
+    results = {}
+    try:
+        if args.engine in ("explicit", "both"):
+            options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
+                                   progress=progress)
+            results["explicit"] = check(synced, bounds, options)
+        if args.engine in ("z3", "both"):
+            # z3 loads only when asked for
+            from verify.engines.z3_check import Z3Options
+            from verify.engines.z3_check import check as z3_check
+
+            options = Z3Options(property=args.property, timeout=args.timeout, dump_smt=args.dump_smt,
+                                progress=progress)
+            results["z3"] = z3_check(synced, bounds, options)
+    except InternalError as err:
+        print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    except KernelError as err:  # a run-time error of the kernel (for some valuation)
+        err.filename = err.filename or args.file
+        raise
+    if args.strategy != "manual":
+        print(stats_line(sync_result.stats), file=sys.stderr)
+    if args.engine == "both":
+        return _report_both(args, results["explicit"], results["z3"], sync_result, synced, progress)
+    result, proof, proof_text = cli_prove.all_values(args, synced, results[args.engine], progress, bounds)
+    _print_result(args, result, proof, proof_text, sync_result)
+    if result.verdict == Verdict.UNKNOWN:
+        return EXIT_UNKNOWN
+    return EXIT_OK if result.holds else EXIT_FAIL
+
+
+def _print_result(args, result, proof, proof_text, sync_result, extra=None) -> None:
+    if args.json:
+        data = result_json(result, args.strategy)
+        if proof.get("status") == "proved" and all(lo == 0 for lo, _ in proof["domain"].values()):
+            data["scope"] = "all"
+        data["all_values"] = proof
+        data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
+        data.update(extra or {})
+        print(json.dumps(data, indent=2))
+    else:
+        text = result_text(result, args.strategy, args.file, proved_all=proof.get("status") == "proved")
+        print("\n".join([text, *proof_text]))
+
+
+def _report_both(args, explicit, z3, sync_result, synced, progress) -> int:
+    """One answer when the engines agree; both answers, exit 3, when either is unknown
+    or they disagree (a disagreement is a bug in syncproof)."""
+    unknown = Verdict.UNKNOWN in (explicit.verdict, z3.verdict)
+    agree = explicit.verdict == z3.verdict and explicit.holds == z3.holds
+    if agree and not unknown:
+        result, proof, proof_text = cli_prove.all_values(args, synced, attrs.evolve(explicit, engine="both"),
+                                                         progress, explicit.bounds)
+        _print_result(args, result, proof, proof_text, sync_result, {"z3_queries": z3.states})
+        if result.verdict == Verdict.UNKNOWN:
+            return EXIT_UNKNOWN
+        return EXIT_OK if result.holds else EXIT_FAIL
+    if unknown:
+        why = "at least one engine's answer is unknown"
+    else:
+        why = "the explicit and z3 engines disagree"
+        print(f"syncproof: internal error (a bug in syncproof): {why}", file=sys.stderr)
+    combined = attrs.evolve(explicit, verdict=Verdict.UNKNOWN, holds=None, engine="both", witness=None,
+                            complete=False, reason=why)
+    if args.json:
+        data = result_json(combined, args.strategy)
+        data["explicit"] = result_json(explicit, args.strategy)
+        data["z3"] = result_json(z3, args.strategy)
+        print(json.dumps(data, indent=2))
+    else:
+        print(result_text(combined, args.strategy, args.file))
+        for result in (explicit, z3):
+            print(f"--- engine {result.engine} ---")
+            print(result_text(result, args.strategy, args.file))
+    return EXIT_UNKNOWN
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command. Deeply nested kernels need deep recursion, so the command runs
+    in a thread with a large stack."""
+    import threading
+
+    from semantics.parser import deep_recursion
+
+    outcome: list = [EXIT_UNKNOWN]
+
+    def run():
+        with deep_recursion():
+            try:
+                outcome[0] = _main(argv)
+            except BrokenPipeError:  # the reader of our output went away (`| head`)
+                import os
+
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                outcome[0] = EXIT_OK
+
+    threading.stack_size(512 * 1024 * 1024)
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return outcome[0]
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        args = _build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        if args.command == "check":
+            return _cmd_check(args)
+        if args.command == "verify":
+            return _cmd_verify(args)
+        if args.command == "sync":
+            return _cmd_sync(args)
+        if args.command == "simulate":
+            return cli_timing.cmd_simulate(args)
+        if args.command == "bench":
+            return cli_timing.cmd_bench(args)
+        if args.command == "search":
+            return cli_search.cmd_search(args)
+        if args.command == "mutate":
+            return cli_search.cmd_mutate(args, parse_bounds)
+        if args.command == "lean":
+            return cli_lean.cmd_lean(args)
+        if args.command == "import-mlir":
+            return cli_mlir.cmd_import(args)
+        raise UsageError(f"'{args.command}' is not yet available (planned in {_PLANNED_COMMANDS[args.command]})")
+    except KernelError as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_USAGE
+    except SyncproofError as err:
+        print(f"syncproof: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except RecursionError:
+        print("syncproof: error: the kernel is nested too deeply to process", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""`verify --scope auto`: after a bounded success, try the all-values proof
+(verify/proof/prove.py) and say which scope the answer has."""
+
+from __future__ import annotations
+
+from semantics.ir import Program
+
+from verify.proof.prove import ProofOptions, prove
+from verify.verdicts import CheckResult
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--scope", choices=["auto", "bounded"], default="auto",
+                   help="auto (default): after a bounded success, also try to prove the property for every "
+                        "parameter value (JSON scope 'all' when proved); bounded: skip that proof")
+    p.add_argument("--proof-timeout", type=float, default=ProofOptions().timeout, metavar="SECONDS",
+                   help="time limit of the all-values proof (default %(default)s)")
+
+
+def all_values(args, program: Program, result: CheckResult, progress, bounds=()):
+    """(result to report, JSON for `all_values`, text lines). The result changes only
+    when the proof finds a counterexample outside the bounds: then it is the explicit
+    engine's result at that valuation."""
+    if args.scope == "bounded":
+        return result, {"status": "skipped", "reason": "--scope bounded"}, []
+    if result.holds is not True:
+        why = "the bounded check did not succeed" if result.holds is False else "the bounded check is unknown"
+        return result, {"status": "skipped", "reason": why}, []
+    if not program.params and result.complete:
+        return result, {"status": "proved", "property": args.property, "domain": {}, "obligations": [],
+                        "reason": "no parameters: the bounded check covered the only valuation"}, \
+            ["all parameter values: the kernel has no parameters, so the check above covered its only run."]
+    # Lower bounds given with --param restrict the proof too (K=1..3: every K >= 1).
+    lower = tuple((name, lo) for name, lo, _ in bounds)
+    options = ProofOptions(property=args.property, timeout=args.proof_timeout, dump_smt=args.dump_smt,
+                           progress=progress, lower=lower)
+    proof = prove(program, options)
+    data = proof.to_json()
+    proved = sum(1 for o in proof.obligations if o.status == "proved")
+    if proof.status == "proved":
+        domain = ", ".join(f"{name} >= {lo}" for name, lo in lower if lo > 0)
+        which = f"every parameter value with {domain}" if domain else "every parameter value"
+        return result, data, [f"all parameter values: proved ({proved} obligations, {proof.seconds:.1f} s): "
+                              f"the {args.property} property holds for {which}, not only within the bounds."]
+    if proof.status == "refuted":
+        return proof.counterexample, data, [f"all parameter values: refuted outside the bounds: {proof.reason}; "
+                                            "the counterexample below is at that valuation."]
+    return result, data, [f"all parameter values: not proved ({proof.reason}); the result above is bounded."]

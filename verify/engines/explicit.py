@@ -1,0 +1,204 @@
+"""Explicit-state checking: breadth-first exploration of the product of the
+reference and counter machines over all interleavings, per parameter valuation.
+
+Both machines are deterministic per label, so the product's reachable states are
+those reached by traces both machines accept. In each such state the issue labels
+enabled in one machine are compared with the other's:
+- the counter program enables an issue the reference does not: unsound (the
+  instance would start before a producer completed);
+- the reference enables an issue the counter program blocks: over-synchronized;
+- the counter program can take no step and is not finished: deadlock;
+- the counter program reaches a hardware error (a 1-bit flag set while already set,
+  docs/peers.md): unsound, like an early issue, since the hardware's behaviour is
+  then undefined.
+Breadth-first order makes every reported trace a shortest one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+
+from semantics.ir import Program
+from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference, describe_label
+from semantics.sequential import UnrollLimit, Unrolled, unroll
+from verify.verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
+
+
+class InternalError(Exception):
+    """The two machines disagree on something they must agree on: a bug in syncproof."""
+
+
+def _trace(parent: dict, state) -> tuple[Label, ...]:
+    labels = []
+    while parent[state] is not None:
+        state, label = parent[state]
+        labels.append(label)
+    return tuple(reversed(labels))
+
+
+def explore(unrolled: Unrolled, options: CheckOptions = CheckOptions(), deadline: float | None = None,
+            on_progress=None) -> ValuationResult:
+    """Explore one valuation; stops at the first unsound state (nothing is more severe)."""
+    ref, ctr = Reference(unrolled), Counter(unrolled)
+    start = (ref.initial(), ctr.initial())
+    parent: dict = {start: None}
+    queue = deque([start])
+    first: dict[Verdict, tuple] = {}
+    explored = 0
+    while queue:
+        state = queue.popleft()
+        explored += 1
+        if explored % 20000 == 0:
+            if on_progress:
+                on_progress(explored)
+            if deadline is not None and time.monotonic() > deadline:
+                return ValuationResult(Verdict.UNKNOWN, explored, witness_of(first, unrolled, ref, ctr, parent),
+                                       frozenset(first), reason="time limit reached")
+        r, c = state
+        if ctr.error(c):
+            first[Verdict.UNSOUND] = (state, ())
+            return ValuationResult(Verdict.UNSOUND, explored, witness_of(first, unrolled, ref, ctr, parent),
+                                   frozenset(first))
+        ref_labels = ref.enabled(r)
+        ctr_labels = ctr.enabled(c)
+        ref_set = set(ref_labels)
+        ctr_set = set(ctr_labels)
+        unsound = tuple(l for l in ctr_labels if l not in ref_set)
+        if unsound:
+            if any(l.kind != ISSUE for l in unsound):
+                raise InternalError(f"only the counter machine may complete {unsound} in state {state}")
+            first[Verdict.UNSOUND] = (state, unsound)
+            return ValuationResult(Verdict.UNSOUND, explored, witness_of(first, unrolled, ref, ctr, parent),
+                                   frozenset(first))
+        blocked = tuple(l for l in ref_labels if l not in ctr_set)
+        if blocked:
+            if any(l.kind == COMPLETE for l in blocked):
+                raise InternalError(f"only the reference may complete {blocked} in state {state}")
+            first.setdefault(Verdict.OVER_SYNCHRONIZED, (state, blocked))
+            if not ctr_labels and not ctr.final(c):
+                first.setdefault(Verdict.DEADLOCK, (state, blocked))
+        for label in ctr_labels:
+            successor = (ref.step(r, label), ctr.step(c, label))
+            if successor not in parent:
+                parent[successor] = (state, label)
+                queue.append(successor)
+        if len(parent) > options.max_states:
+            return ValuationResult(Verdict.UNKNOWN, explored, witness_of(first, unrolled, ref, ctr, parent),
+                                   frozenset(first), reason=f"state limit of {options.max_states} reached")
+    worst = max(first, key=SEVERITY.__getitem__, default=Verdict.BISIMILAR)
+    return ValuationResult(worst, explored, witness_of(first, unrolled, ref, ctr, parent), frozenset(first))
+
+
+def witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
+    if not first:
+        return None
+    verdict = max(first, key=SEVERITY.__getitem__)
+    state, labels = first[verdict]
+    r, c = state
+    lines = []
+    engines = unrolled.program.engines
+    if verdict == Verdict.UNSOUND and ctr.error(c):
+        last = _trace(parent, state)[-1:]
+        who = f" when {describe_label(unrolled, last[0])}" if last else ""
+        lines.append(f"hardware error: {ctr.error(c)}{who}")
+    for label in labels:
+        y = unrolled.instances[label.instance]
+        name = f"{engines[y.engine]}.{y.describe()}"
+        if verdict == Verdict.UNSOUND:
+            for x in ref.missing_producers(r, y):
+                lines.append(f"{name} issued before its producer {engines[x.engine]}.{x.describe()} "
+                             f"({engines[x.engine]} instance #{x.local}) completed")
+            for n, (f, t) in enumerate(y.waits):
+                wait = y.op.waits[n]
+                lines.append(f"  its wait {wait.engine} >= {t} (line {wait.loc.line if wait.loc else '?'}) "
+                             f"held: C[{engines[f]}] = {ctr.counter(c, f)}")
+            for kind, other, ident in y.syncs:
+                if kind in ("waitflag", "pop"):
+                    lines.append(f"  its {kind} {engines[other]}:{ident} held (line {y.op.loc.line if y.op.loc else '?'}): "
+                                 f"an earlier signal of {engines[other]} satisfied it")
+            if not y.waits and not any(k in ("waitflag", "pop") for k, _, _ in y.syncs):
+                lines.append(f"  {name} has no wait clause")
+        else:
+            blocked = ctr.blocking_waits(c, y)
+            barrier = ctr.at_barrier(c, y.engine)
+            if barrier is not None:
+                loc = unrolled.barriers[barrier]
+                waiting = [engines[e] for e in range(len(engines)) if ctr.at_barrier(c, e) is None]
+                where = f"the barrier of line {loc.line}" if loc else f"barrier #{barrier + 1} of the synchronized program"
+                lines.append(f"the reference may issue {name}, but {engines[y.engine]} is held at {where}"
+                             f" until {', '.join(waiting)} "
+                             f"{'arrives' if len(waiting) == 1 else 'arrive'}")
+            for why in ctr.blocking_syncs(c, y):
+                lines.append(f"the reference may issue {name} (every producer has completed), but {why}")
+            for n, f, value in blocked:
+                wait = y.op.waits[n]
+                lines.append(f"the reference may issue {name} (every producer has completed), but its wait "
+                             f"{wait.engine} >= {y.waits[n][1]} (line {wait.loc.line if wait.loc else '?'}) "
+                             f"blocks it: C[{engines[f]}] = {value}")
+    if verdict == Verdict.DEADLOCK:
+        lines.insert(0, "no engine can take a step, and not every engine has finished")
+    return Witness(verdict, unrolled, _trace(parent, state), tuple(labels), tuple(lines))
+
+
+def valuations(bounds: tuple[tuple[str, int, int], ...]):
+    """Every valuation within inclusive bounds, smallest sum first (small witnesses first)."""
+    ranges = [range(lo, hi + 1) for _, lo, hi in bounds]
+    names = [name for name, _, _ in bounds]
+    combos = sorted(itertools.product(*ranges), key=lambda v: (sum(v), v))
+    return [dict(zip(names, combo)) for combo in combos]
+
+
+def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: CheckOptions = CheckOptions()) -> CheckResult:
+    """Check `program` (its own waits and barriers) against the reference for every
+    valuation within `bounds` (name, lo, hi inclusive)."""
+    start = time.monotonic()
+    deadline = start + options.timeout if options.timeout else None
+    all_valuations = valuations(bounds)
+    total_states = 0
+    worst: Verdict = Verdict.BISIMILAR
+    witness: Witness | None = None
+    unknown_reason = None
+    done = 0
+    last_report = [start]
+
+    for number, values in enumerate(all_valuations):
+        def on_progress(states, values=values, number=number):
+            now = time.monotonic()
+            if options.progress and now - start > 3 and now - last_report[0] > 2:
+                last_report[0] = now
+                shown = ", ".join(f"{k}={v}" for k, v in values) or "no parameters"
+                options.progress(f"verify: valuation {number + 1}/{len(all_valuations)} ({shown}), "
+                                 f"{total_states + states} states, {now - start:.0f}s")
+        on_progress(0)
+        try:
+            unrolled = unroll(program, values, limit=options.max_states)
+        except UnrollLimit as limit:
+            result = ValuationResult(Verdict.UNKNOWN, 0, None, frozenset(), reason=f"instance limit: {limit}")
+        else:
+            result = explore(unrolled, options, deadline, on_progress)
+        total_states += result.states
+        done += 1
+        for found in result.findings:
+            if SEVERITY[found] > SEVERITY[worst]:
+                worst, witness = found, result.witness
+        if result.verdict == Verdict.UNKNOWN:
+            unknown_reason = f"{result.reason} at {', '.join(f'{k}={v}' for k, v in values.items()) or 'no parameters'}"
+            if deadline is not None and time.monotonic() > deadline:
+                break
+        if worst == Verdict.UNSOUND:
+            break
+    complete = unknown_reason is None and (done == len(all_valuations) or worst == Verdict.UNSOUND)
+    failed = is_failure(worst, options.property)
+    if failed:
+        verdict, holds = worst, False
+    elif not complete:
+        verdict, holds = Verdict.UNKNOWN, None
+    else:
+        verdict, holds = worst, True
+    return CheckResult(
+        verdict=verdict, holds=holds, property=options.property, engine="explicit", bounds=bounds,
+        states=total_states, valuations=done, total_valuations=len(all_valuations),
+        witness=witness, complete=complete, reason=unknown_reason,
+    )

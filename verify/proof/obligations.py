@@ -1,0 +1,378 @@
+"""The obligations of the all-values proof (verify/proof/prove.py explains the argument):
+`sound` per dependence, `exact` per wait (bisimulation), `live` per wait (soundness:
+deadlock freedom), `defined` per loop and per op with a non-constant divisor. Each is
+a Z3 query for a violation, run in stages until one proves it; `Prover.query` holds
+the budgets (a deterministic resource limit per query, wall-clock limits behind it).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+import attrs
+import z3
+
+from semantics.context import Site, Step
+from semantics.ir import BinOp, Const, For, If, Op, Program, walk_expr
+from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
+
+from verify.proof.terms import Terms, depth, last_candidates, lex_le, witnesses
+
+PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
+MAX_HOPS = 3  # instances in a chain of "completed before" steps
+MAX_PATHS = 400  # chains per hop count
+TWO_HOP_WITNESSES = 8  # candidate indices per instance of a witnessed two-step chain
+MAX_WITNESSED_CHAINS = 3_000
+
+
+@attrs.frozen
+class ProofOptions:
+    """Every budget of an all-values proof, in one place."""
+
+    property: str = "bisimulation"
+    query_rlimit: int = 40_000_000  # per Z3 query, in Z3 resource units: the same answer on any load
+    query_timeout_ms: int = 60_000  # per Z3 query, wall time (a safety net behind the rlimit)
+    timeout: float | None = 60.0  # seconds for the whole proof
+    max_witnesses: int = 48  # candidate index tuples per witness op
+    seed: int = 0
+    dump_smt: str | None = None  # directory for the .smt2 of a query that ends unknown
+    max_states: int = 200_000  # for the explicit check of a model's valuation
+    lower: tuple = ()  # (name, value): parameters range over value.. instead of 0..
+    progress: Callable[[str], None] | None = None
+
+
+@attrs.frozen
+class Obligation:
+    kind: str  # "sound", "exact", "live" or "defined"
+    consumer: str  # op name (or loop variable for "defined")
+    engine: str | None = None
+    producer: str | None = None
+    status: str = UNKNOWN
+    reason: str | None = None
+    model: dict | None = None  # a valuation where the query is satisfiable
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        match self.kind:
+            case "sound":
+                return f"{self.consumer} after {self.producer} (engine {self.engine}) is sound"
+            case "exact":
+                return f"the wait of {self.consumer} on {self.engine} is exact"
+            case "live":
+                return f"the wait of {self.consumer} on {self.engine} asks only for earlier instances"
+        return f"{self.consumer} is defined (non-negative loop bounds, non-zero divisors)"
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "consumer": self.consumer, "engine": self.engine, "producer": self.producer,
+                "status": self.status, "reason": self.reason, "model": self.model,
+                "seconds": round(self.seconds, 3)}
+
+
+# ------------------------------------------------------------------ obligations
+
+
+def loop_sites(program: Program) -> list[Site]:
+    """Every loop as a pseudo-site (its trail ends with the loop itself), so that
+    `domain` gives the condition under which its bounds are evaluated."""
+    found = []
+
+    def visit(body, trail):
+        for index, stmt in enumerate(body):
+            match stmt:
+                case For():
+                    found.append(Site(stmt, trail + (Step(index, stmt),)))
+                    visit(stmt.body, trail + (Step(index, stmt),))
+                case If():
+                    visit(stmt.then, trail + (Step(index, stmt, True),))
+                    visit(stmt.else_, trail + (Step(index, stmt, False),))
+                case _:
+                    pass
+
+    visit(program.body, ())
+    return found
+
+
+class Prover:
+    def __init__(self, program: Program, options: ProofOptions):
+        self.program = program
+        self.options = options
+        self.terms = Terms(program)
+        self.depth = depth(program)
+        self.start = time.monotonic()
+        lower = dict(options.lower)
+        self.nonneg = [p >= lower.get(n, 0) for n, p in self.terms.params.items()]
+        self.dumped = 0
+
+    def out_of_time(self) -> bool:
+        return self.options.timeout is not None and time.monotonic() - self.start > self.options.timeout
+
+    def query(self, facts: list, name: str):
+        """(PROVED, None) when the facts are unsat, (FAILED, valuation) when sat,
+        (UNKNOWN, reason) otherwise."""
+        solver = z3.Solver()
+        budget = self.options.query_timeout_ms
+        if self.options.timeout is not None:
+            left = self.options.timeout - (time.monotonic() - self.start)
+            budget = max(1, min(budget, int(left * 1000)))
+        solver.set(timeout=budget, random_seed=self.options.seed)
+        solver.set("rlimit", self.options.query_rlimit)
+        solver.add(*self.nonneg, *facts)
+        answer = solver.check()
+        if answer == z3.unsat:
+            return PROVED, None
+        if answer == z3.sat:
+            return FAILED, self._valuation(solver)
+        reason = solver.reason_unknown()
+        if self.options.dump_smt:
+            os.makedirs(self.options.dump_smt, exist_ok=True)
+            self.dumped += 1
+            path = os.path.join(self.options.dump_smt, f"prove-{self.dumped:03d}-{name}.smt2")
+            with open(path, "w") as handle:
+                handle.write(solver.to_smt2())
+            reason += f" (query written to {path})"
+        return UNKNOWN, f"Z3 answered unknown: {reason}"
+
+    def _valuation(self, solver: z3.Solver) -> dict:
+        """The model's parameter values (the driver tries smaller ones concretely)."""
+        model = solver.model()
+        return {n: model.eval(p, model_completion=True).as_long() for n, p in self.terms.params.items()}
+
+    # -- the three kinds
+
+    def defined(self, site: Site) -> Obligation:
+        """Loop bounds are non-negative, and divisors non-zero, wherever evaluated."""
+        env = self.terms.env(site, "d")
+        node = site.op
+        if isinstance(node, For):
+            bad = [to_z3(node.lo, env) < 0, to_z3(node.hi, env) < 0]
+            name = node.var
+        else:
+            bad = [to_z3(d, env) == 0 for d in divisors(node)]
+            name = node.name
+        return self._run(Obligation("defined", name), domain(site, env) + [z3.Or(*bad)])
+
+    def sound(self, y: Site, engine: str, x: Site) -> Obligation:
+        t = self.terms
+        name = Obligation("sound", y.op.name, engine, x.op.name)
+        iy, jx = t.env(y, "y"), t.env(x, "x")
+        dep = domain(y, iy) + domain(x, jx) + [precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy)]
+        own = t.threshold(y, engine, iy)
+        # Stage 1: the last producer. When candidate instances w of x, themselves
+        # producers of y, come at or after every producer (a query without counts,
+        # so linear), it is enough that those w have completed: F completes in order,
+        # and a later instance of one op never has a smaller local index. This keeps
+        # the non-linear counts (products of trip counts) away from the quantified j.
+        lasts = last_candidates(t, x, y, iy, self.depth)
+        producer = [z3.And(*domain(x, w), precedes(x, w, y, iy), conflict(x.op, w, y.op, iy)) for w in lasts]
+        covered = [z3.Not(z3.And(p, lex_le(x, jx, w))) for p, w in zip(producer, lasts)]
+        if self.query(dep + covered, "last")[0] == PROVED:
+            late = [z3.And(p, z3.Not(own >= t.local(x, engine, w) + 1) if own is not None else True)
+                    for p, w in zip(producer, lasts)]
+            first = self._run(name, domain(y, iy) + [z3.Or(*late)])
+            if first.status == PROVED:
+                return first
+            if all(self._completed(name, y, iy, x, w, [p], engine).status == PROVED
+                   for p, w in zip(producer, lasts)):  # each candidate that is a producer, by a chain
+                return attrs.evolve(first, status=PROVED, model=None, reason=None)
+        # Stage 2: every producer j, with its own local index: y's waits, then chains.
+        return self._completed(name, y, iy, x, jx, dep[len(domain(y, iy)):], engine)
+
+    def _completed(self, name: Obligation, y: Site, iy: dict, x: Site, jx: dict, facts: list,
+                   engine: str) -> Obligation:
+        """Whenever `facts` hold, x's instance at jx has completed when y's may issue:
+        by y's own waits on `engine`, else by a chain."""
+        t = self.terms
+        lx = t.local(x, engine, jx)
+        own = t.threshold(y, engine, iy)
+        base = domain(y, iy) + facts + [z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True)]
+        first = self._run(name, base)
+        if first.status != FAILED:
+            return first
+        # Chains: one step with candidate indices (quantifier-free), up to MAX_HOPS
+        # steps over all indices (quantified), two steps with candidate indices.
+        stages = [lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False),
+                  lambda: self._chains(y, iy, engine, lx),
+                  lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=True)]
+        return self._stages(name, base, first, stages)
+
+    def _stages(self, name: Obligation, base: list, first: Obligation, stages) -> Obligation:
+        """Run `base` plus each stage's extra facts until one proves it. A failed
+        query's model is kept for the driver even when a later stage ends unknown."""
+        failed = first if first.status == FAILED else None
+        last = first
+        for stage in stages:
+            if last.status == PROVED:
+                break
+            extra = stage()
+            if not extra:
+                continue
+            last = self._run(name, base + extra)
+            if last.status == FAILED:
+                failed = last
+        if last.status != PROVED and failed is not None:
+            return failed
+        return last
+
+    def _witnessed_chains(self, y: Site, iy: dict, x: Site | None, jx: dict | None, engine: str, lx,
+                          two_hops: bool) -> list:
+        """Chains y <- z (one step) or y <- z1 <- z2 (two steps) whose instances are
+        candidate indices: quantifier-free, so non-linear counts stay manageable."""
+        out = []
+        sites = list(self.terms.sites.values())
+        covering = [z for z in sites if any(w.engine == engine for w in z.op.waits) or z.op.engine == engine]
+        anchors = [(y, iy)] + ([(x, jx)] if x is not None else [])
+        for z in ([] if two_hops else covering):
+            for kz in witnesses(self.terms, z, anchors, self.depth, self.options.max_witnesses):
+                before = self._before(z, kz, y, iy)
+                if before is None:
+                    break
+                out.append(z3.Not(z3.And(*domain(z, kz), before, z3.Or(*self._cover(z, kz, engine, lx)))))
+        for z1 in (sites if two_hops else []):
+            if self._before(z1, self.terms.env(z1, "c"), y, iy) is None:
+                continue
+            for k1 in witnesses(self.terms, z1, [(y, iy)], self.depth, TWO_HOP_WITNESSES):
+                first = self._before(z1, k1, y, iy)
+                for z2 in covering:
+                    if self._before(z2, self.terms.env(z2, "c"), z1, k1) is None:
+                        continue
+                    for k2 in witnesses(self.terms, z2, [(z1, k1)] + anchors[1:], self.depth, TWO_HOP_WITNESSES):
+                        if len(out) >= MAX_WITNESSED_CHAINS:
+                            return out
+                        out.append(z3.Not(z3.And(*domain(z1, k1), first, *domain(z2, k2), self._before(z2, k2, z1, k1),
+                                                 z3.Or(*self._cover(z2, k2, engine, lx)))))
+        return out
+
+    def _before(self, z: Site, kz: dict, u: Site, iu: dict):
+        """z's instance has completed when u's may issue: in-order on one engine, or
+        u waits on z's engine past z. None when u has no such wait."""
+        if z.op.engine == u.op.engine:
+            return precedes(z, kz, u, iu)
+        via = self.terms.threshold(u, z.op.engine, iu)
+        return None if via is None else via >= self.terms.local(z, z.op.engine, kz) + 1
+
+    def _cover(self, z: Site, kz: dict, engine: str, lx) -> list:
+        """z's issue forces the instance of `engine` with local index lx complete."""
+        out = []
+        tz = self.terms.threshold(z, engine, kz)
+        if tz is not None:
+            out.append(tz >= lx + 1)
+        if z.op.engine == engine:
+            out.append(self.terms.local(z, engine, kz) >= lx)
+        return out
+
+    def _chains(self, y: Site, iy: dict, engine: str, lx) -> list:
+        """For every path y <- z1 <- ... <- zh (h <= MAX_HOPS) of "completed before"
+        steps ending in a z that covers x: no instances make it so (one quantified
+        formula per path, over the loop indices of its z's)."""
+        out = []
+        paths = [((y, iy, None),)]
+        for hop in range(1, MAX_HOPS + 1):
+            grown = []
+            for path in paths:
+                u, iu, _ = path[-1]
+                for z in self.terms.sites.values():
+                    kz = self.terms.env(z, f"k{hop}")
+                    before = self._before(z, kz, u, iu)
+                    if before is None:
+                        continue
+                    grown.append(path + ((z, kz, before),))
+            paths = grown[:MAX_PATHS]
+            for path in paths:
+                z, kz, _ = path[-1]
+                cover = self._cover(z, kz, engine, lx)
+                if not cover:
+                    continue
+                facts, bound = [], []
+                for zi, ki, before in path[1:]:
+                    facts += domain(zi, ki) + [before]
+                    bound += [ki[loop.var] for loop in zi.loops]
+                body = z3.Not(z3.And(*facts, z3.Or(*cover)))
+                out.append(z3.ForAll(bound, body) if bound else body)
+        return out
+
+    def live(self, y: Site, wait) -> Obligation:
+        """The wait asks only for instances of its engine that precede y in program
+        order. Then no reachable state is stuck: the pending instance that comes first
+        in program order can always issue once what is in flight has completed."""
+        iy = self.terms.env(y, "y")
+        threshold = self.terms.wait_term(y, wait, iy)
+        return self._run(Obligation("live", y.op.name, wait.engine),
+                         domain(y, iy) + [threshold > self.terms.local(y, wait.engine, iy)])
+
+    def exact(self, y: Site, wait) -> Obligation:
+        t = self.terms
+        iy = t.env(y, "y")
+        threshold = t.wait_term(y, wait, iy)
+        facts = domain(y, iy) + [threshold >= 1]
+        producers = [x for x in t.sites.values() if x.op.engine == wait.engine and conflicting_pairs(x.op, y.op)]
+
+        def supplies(x, jx):
+            return z3.And(*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy),
+                          t.local(x, wait.engine, jx) + 1 >= threshold)
+
+        name = Obligation("exact", y.op.name, wait.engine)
+        witnessed = [z3.Not(supplies(x, jx)) for x in producers
+                     for jx in last_candidates(t, x, y, iy, self.depth)
+                     + witnesses(t, x, [(y, iy)], self.depth, self.options.max_witnesses)]
+        first = self._run(name, facts + witnessed)
+        if first.status != FAILED:
+            return first
+        quantified = []
+        for x in producers:
+            jx = t.env(x, "q")
+            bound = [jx[loop.var] for loop in x.loops]
+            quantified.append(z3.ForAll(bound, z3.Not(supplies(x, jx))) if bound else z3.Not(supplies(x, jx)))
+        return self._stages(name, facts, first, [lambda: quantified, lambda: self._masked(y, iy, wait, threshold)])
+
+    def _masked(self, y: Site, iy: dict, wait, threshold) -> list:
+        """A wait that no producer on its engine needs may still never block: when y's
+        producers (any engine) and y's earlier instances on its own engine have
+        completed, their waits (or a candidate instance before them) already force
+        C[F] >= t. Negated facts, one per candidate."""
+        t = self.terms
+        engine = wait.engine
+        out = []
+        sources = [(x, jx) for x in t.sites.values() if x.op.engine != y.op.engine and conflicting_pairs(x.op, y.op)
+                   for jx in last_candidates(t, x, y, iy, self.depth)]
+        for x, jx in sources:
+            done = [*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy)]
+            out.append(z3.Not(z3.And(*done, z3.Or(*self._cover(x, jx, engine, threshold - 1)))))
+        for z in t.sites.values():  # y's engine: in-order, its earlier instances have completed
+            if z.op.engine != y.op.engine:
+                continue
+            for kz in witnesses(t, z, [(y, iy)], self.depth, self.options.max_witnesses):
+                cover = self._cover(z, kz, engine, threshold - 1)
+                if cover:
+                    out.append(z3.Not(z3.And(*domain(z, kz), precedes(z, kz, y, iy), z3.Or(*cover))))
+        for x, jx in sources:  # one step back from a producer
+            for z in t.sites.values():
+                before = self._before(z, t.env(z, "c"), x, jx)
+                cover = self._cover(z, t.env(z, "c"), engine, threshold - 1)
+                if before is None or not cover:
+                    continue
+                for kz in witnesses(t, z, [(x, jx)], self.depth, TWO_HOP_WITNESSES):
+                    out.append(z3.Not(z3.And(*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy),
+                                             *domain(z, kz), self._before(z, kz, x, jx),
+                                             z3.Or(*self._cover(z, kz, engine, threshold - 1)))))
+        return out
+
+    def _run(self, obligation: Obligation, facts: list) -> Obligation:
+        began = time.monotonic()
+        if self.out_of_time():
+            return attrs.evolve(obligation, status=UNKNOWN, reason="the proof's time budget ran out")
+        status, extra = self.query(facts, f"{obligation.kind}-{obligation.consumer}")
+        done = attrs.evolve(obligation, status=status, seconds=time.monotonic() - began,
+                            model=extra if status == FAILED else None,
+                            reason=extra if status == UNKNOWN else None)
+        if self.options.progress:
+            self.options.progress(f"prove: {done.describe()}: {status} ({done.seconds:.2f} s)")
+        return done
+
+
+def divisors(op: Op) -> list:
+    """The non-constant divisors of an op's indices and thresholds."""
+    roots = [i for a in op.reads + op.writes for i in a.indices] + [w.threshold for w in op.waits]
+    return [n.right for r in roots for n in walk_expr(r)
+            if isinstance(n, BinOp) and n.op in ("//", "%") and not isinstance(n.right, Const)]

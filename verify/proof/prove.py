@@ -1,0 +1,158 @@
+"""Proofs for every parameter value (DESIGN.md section 4; issue 4 part 2).
+
+For a barrier-free counter program, bisimilarity with the reference follows from two
+per-wait properties, each a statement over unbounded parameters and loop indices:
+
+- sound: for every dependence x -> y (x on engine F precedes y, they touch one element,
+  one writes), when y may issue, x has completed. Either y's own waits on F say so
+  (max of y's thresholds on F >= 1 + local index of x: in-order completion makes
+  C[F] >= k mean "F's first k instances completed"), or a *chain* does: some instance z
+  completed before y may issue (z runs on y's engine and precedes y, or y waits on z's
+  engine past z) and z's own waits on F already forced x (or z runs on F after x).
+  Counters only grow without barriers, so what held when z issued still holds.
+- exact: every wait `F >= t` of y is satisfied as soon as every producer of y has
+  completed: t <= 0, or some producer x on F has 1 + local index >= t.
+If every dependence is sound, the counter machine never issues what the reference
+would not; if every wait is exact, it never blocks what the reference would issue
+(C[F] >= T_min >= t). Together, in every reachable state the enabled issues agree: the
+program is bisimilar for all parameter values. The soundness property needs the
+first half and deadlock freedom, from `live`: every wait asks only for instances of
+its engine that precede the consumer in program order (then the pending instance that
+comes first in program order can always issue). Loop bounds must also be non-negative
+wherever they are evaluated (the `defined` obligation): otherwise the program is in
+error there.
+
+Each obligation is a Z3 query for a violation (unsat proves it). Existential parts
+(the producer that comes last, a chain's instances, the exact wait's producer) are
+first witnessed by candidate loop indices (the consumer's own iteration and the ones
+just before it, the solutions of index equations, first and last iterations), then
+quantified over all indices. Counts
+(local indices, `iters`) come from verify/proof/counts.py, independent of the algorithm.
+
+Verdicts: `proved` when every obligation is unsat; a satisfiable query gives a
+valuation, which the explicit engine checks (first with every parameter capped at
+4, 5, ..., 16, since Z3's models can be huge, then as is): a failure there is a real counterexample
+(`refuted`); otherwise the obligation stays `unknown` (a candidate witness was missing),
+as does any query Z3 answers unknown or that runs out of time. Unknown is never proof.
+"""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+
+from semantics.ir import Barrier, Op, Program, walk_stmts
+from semantics.symbolic import conflicting_pairs
+
+from verify.proof.counts import Unsupported
+from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
+    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, divisors, loop_sites,
+)
+
+
+@attrs.frozen
+class Proof:
+    status: str  # "proved", "refuted" or "unknown"
+    property: str
+    obligations: tuple[Obligation, ...] = ()
+    reason: str | None = None  # why not proved
+    counterexample: object = None  # the explicit CheckResult at a refuting valuation
+    seconds: float = 0.0
+    lower: tuple = ()  # the domain: (name, lowest value) per parameter, no upper bound
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "property": self.property, "reason": self.reason,
+                "domain": {name: [lo, None] for name, lo in self.lower},
+                "seconds": round(self.seconds, 3),
+                "obligations": [o.to_json() for o in self.obligations]}
+
+
+# ---------------------------------------------------------------------- driver
+
+
+def _why_not(program: Program) -> str | None:
+    if any(isinstance(s, Barrier) for s in walk_stmts(program.body)):
+        return "the program has barriers; the all-values proof covers barrier-free counter programs"
+    if any(isinstance(s, Op) and s.syncs for s in walk_stmts(program.body)):
+        return "the program has flag or token clauses; the all-values proof covers counter waits only"
+    return None
+
+
+def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
+    """Try to prove the property for every parameter value (at least `options.lower`;
+    see the module docstring)."""
+    lower = dict(options.lower)
+    proof = _prove(program, options)
+    return attrs.evolve(proof, lower=tuple((p.name, lower.get(p.name, 0)) for p in program.params))
+
+
+def _prove(program: Program, options: ProofOptions) -> Proof:
+    from verify.engines.explicit import check
+    from verify.verdicts import CheckOptions
+
+    began = time.monotonic()
+    why = _why_not(program)
+    if why:
+        return Proof(UNKNOWN, options.property, reason=why, seconds=time.monotonic() - began)
+    try:
+        prover = Prover(program, options)
+        obligations = [prover.defined(loop) for loop in loop_sites(program)]
+        obligations += [prover.defined(y) for y in prover.terms.sites.values() if divisors(y.op)]
+        for y in prover.terms.sites.values():
+            for engine in program.engines:
+                if engine == y.op.engine:
+                    continue
+                for x in prover.terms.sites.values():
+                    if x.op.engine == engine and conflicting_pairs(x.op, y.op):
+                        obligations.append(prover.sound(y, engine, x))
+            if options.property == "bisimulation":
+                obligations += [prover.exact(y, w) for w in y.op.waits]
+            else:  # exactness implies this; soundness alone does not exclude deadlock
+                obligations += [prover.live(y, w) for w in y.op.waits]
+    except Unsupported as err:
+        return Proof(UNKNOWN, options.property, reason=f"no closed-form counts: {err}",
+                     seconds=time.monotonic() - began)
+
+    if all(o.status == PROVED for o in obligations):
+        return Proof(PROVED, options.property, tuple(obligations), seconds=time.monotonic() - began)
+
+    # A satisfiable query names a valuation; the explicit engine decides it there.
+    checked: dict[tuple, object] = {}
+
+    def decide(valuation: dict):
+        key = tuple(sorted(valuation.items()))
+        if key not in checked:
+            bounds = tuple((p.name, valuation[p.name], valuation[p.name]) for p in program.params)
+            checked[key] = check(program, bounds, CheckOptions(property=options.property,
+                                                               max_states=options.max_states, timeout=30))
+        return checked[key]
+
+    final = []
+    for o in obligations:
+        if o.status == FAILED:
+            # The model's valuation may be large (Z3 does not minimize); the same
+            # failure usually shows at the model's values capped at a small c, so
+            # those are tried first. Every verdict comes from the explicit engine.
+            lower = dict(options.lower)
+            tries = [{k: max(lower.get(k, 0), min(v, cap)) for k, v in o.model.items()}
+                     for cap in range(4, 17)] + [o.model]
+            for valuation in dict.fromkeys(tuple(t.items()) for t in tries):
+                result = decide(dict(valuation))
+                if result.holds is False:
+                    return Proof("refuted", options.property, tuple(obligations), counterexample=result,
+                                 reason=f"{o.describe()} fails at {_text(dict(valuation))}",
+                                 seconds=time.monotonic() - began)
+            result = decide(o.model)
+            o = attrs.evolve(o, status=UNKNOWN, reason=(
+                f"no witness found; at {_text(o.model)} the explicit engine finds "
+                f"{'no failure' if result.holds else 'unknown (' + str(result.reason) + ')'}, "
+                "so this is a gap of the proof, not a counterexample"))
+        final.append(o)
+    first = next(o for o in final if o.status != PROVED)
+    return Proof(UNKNOWN, options.property, tuple(final), seconds=time.monotonic() - began,
+                 reason=f"not proved: {first.describe()}: {first.reason}")
+
+
+def _text(valuation: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in valuation.items()) or "the only valuation"

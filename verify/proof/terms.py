@@ -1,0 +1,190 @@
+"""The terms and witnesses of the all-values proof (verify/proof/prove.py).
+
+`Terms` gives Z3 terms of one program: local indices and `iters` (closed forms from
+verify/proof/counts.py) and wait thresholds at a symbolic instance. The witness functions
+propose candidate loop indices for the existential parts of the obligations: an
+instance's own iteration and the ones just before it, solutions of index equations,
+first and last iterations, and candidates shaped like a lexicographic maximum (the
+last producer).
+"""
+
+from __future__ import annotations
+
+import z3
+
+from semantics.context import Site, common_depth, sites
+from semantics.ir import BinOp, Const, For, If, Iters, Op, Program, Var, walk_expr, walk_stmts
+from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
+
+from verify.proof.counts import Counter, to_z3 as count_z3
+
+
+class Terms:
+    """Z3 terms of one program: local indices, `iters`, thresholds at an instance."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.counter = Counter(program)
+        self.params = param_env(program)
+        self.sites = sites(program)
+        # Divisors over parameters only (a[i % (D + 1)] reuses a slot D + 1 iterations later).
+        names = set(self.params)
+        self.moduli = [n.right for n in expressions(program) if isinstance(n, BinOp) and n.op in ("%", "//")
+                       and not isinstance(n.right, Const)
+                       and all(isinstance(v, Const) or (isinstance(v, Var) and v.name in names)
+                               for v in walk_expr(n.right) if isinstance(v, (Var, Const, Iters)))]
+
+    def env(self, site: Site, tag: str) -> dict:
+        return instance_env(site, tag, self.params)
+
+    def local(self, site: Site, engine: str, env: dict):
+        """F-instances before the instance of `site` at `env` (its local index on F
+        when it runs on F)."""
+        return count_z3(self.counter.before(site, ("engine", engine)), env, self.counter.atoms)
+
+    def threshold(self, site: Site, engine: str, env: dict):
+        """max(0, thresholds of the site's waits on engine), or None without waits."""
+        waits = [w for w in site.op.waits if w.engine == engine]
+        if not waits:
+            return None
+        terms = [to_z3(w.threshold, env, self._iters(site, w.threshold, env)) for w in waits]
+        best = z3.IntVal(0)
+        for t in terms:
+            best = z3.If(t > best, t, best)
+        return best
+
+    def wait_term(self, site: Site, wait, env: dict):
+        return to_z3(wait.threshold, env, self._iters(site, wait.threshold, env))
+
+    def _iters(self, site: Site, node, env: dict) -> dict:
+        names = {n.var for n in walk_expr(node) if isinstance(n, Iters)}
+        return {v: count_z3(self.counter.before(site, ("loop", v)), env, self.counter.atoms) for v in names}
+
+
+def loop_steps(site: Site) -> list:
+    return [s for s in site.trail[:-1] if isinstance(s.stmt, For)]
+
+
+def shared_loops(a: Site, b: Site) -> set:
+    depth = common_depth(a, b)
+    return {s.stmt.var for s in a.trail[:depth] if isinstance(s.stmt, For)}
+
+
+def index_solutions(target: Site, other: Site, other_env: dict) -> dict:
+    """Values of target's loop variables that make one of its accesses name the same
+    element as an access of `other`: from indices `v`, `v + c`, `v - c`."""
+    out: dict[str, list] = {}
+    loop_vars = {s.stmt.var for s in loop_steps(target)}
+    for at, ao in conflicting_pairs(target.op, other.op) + [
+            (a, b) for b, a in conflicting_pairs(other.op, target.op)]:
+        for it, io in zip(at.indices, ao.indices):
+            value = to_z3(io, other_env)
+            match it:
+                case Var(name=v) if v in loop_vars:
+                    out.setdefault(v, []).append(value)
+                case BinOp(op="+", left=Var(name=v), right=Const(value=c)) if v in loop_vars:
+                    out.setdefault(v, []).append(value - c)
+                case BinOp(op="-", left=Var(name=v), right=Const(value=c)) if v in loop_vars:
+                    out.setdefault(v, []).append(value + c)
+    return out
+
+
+def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], depth: int, limit: int) -> list[dict]:
+    """Candidate loop-index assignments for an instance of `target`: for each of its
+    loops, the anchors' own iteration and up to `depth` before it (shared loops), the
+    solutions of index equations with the anchors' accesses, and the loop's first and
+    last iterations."""
+    solutions: dict[str, list] = {}
+    for site, env in anchors:
+        for v, values in index_solutions(target, site, env).items():
+            solutions.setdefault(v, []).extend(values)
+    combos = [dict(terms.params)]
+    for step in loop_steps(target):
+        loop = step.stmt
+        grown = []
+        for env in combos:
+            options = []
+            for site, anchor_env in anchors:
+                if loop.var in shared_loops(target, site):
+                    options += [anchor_env[loop.var] - d for d in range(depth + 1)]
+                    options += [anchor_env[loop.var] - to_z3(m, terms.params) for m in terms.moduli]
+            options += solutions.get(loop.var, [])
+            options += [to_z3(loop.lo, env), to_z3(loop.hi, env) - 1]
+            grown += [{**env, loop.var: o} for o, _ in _distinct((o, None) for o in options)]
+        combos = grown[:limit]
+    return combos
+
+
+def _distinct(options) -> list:
+    """(term, tag) pairs with the terms simplified, the first of equal terms kept."""
+    out = []
+    for value, tag in options:
+        value = z3.simplify(value)
+        if not any(value.eq(v) for v, _ in out):
+            out.append((value, tag))
+    return out
+
+
+def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit: int = 256) -> list[dict]:
+    """Candidates for the last instance of x before y's instance, shaped like a
+    lexicographic maximum: while every outer loop shared with y is at y's own
+    iteration, the next one is at y's iteration or up to `depth` before it; below
+    the first loop that is earlier, every loop is at one of its last `depth`
+    iterations. Index-equation solutions are tried everywhere."""
+    solutions = index_solutions(x, y, iy)
+    shared = shared_loops(x, y)
+    out = []
+
+    def grow(steps, env, tight):
+        if len(out) >= limit:
+            return
+        if not steps:
+            out.append(env)
+            return
+        loop = steps[0].stmt
+        options = []
+        if tight and loop.var in shared:
+            options += [(iy[loop.var] - d, d == 0) for d in range(depth + 1)]
+            options += [(iy[loop.var] - to_z3(m, terms.params), False) for m in terms.moduli]
+        else:
+            options += [(to_z3(loop.hi, env) - 1 - d, False) for d in range(depth)]
+            options.append((to_z3(loop.lo, env), False))
+        options += [(o, False) for o in solutions.get(loop.var, [])]
+        for value, still in _distinct(options):
+            grow(steps[1:], {**env, loop.var: value}, still)
+
+    grow(loop_steps(x), dict(terms.params), True)
+    return out
+
+
+def lex_le(site: Site, a: dict, b: dict):
+    """a's instance of `site` comes no later than b's: loop indices, lexicographically."""
+    out = z3.BoolVal(True)
+    for loop in reversed(site.loops):
+        v = loop.var
+        out = z3.Or(a[v] < b[v], z3.And(a[v] == b[v], out))
+    return out
+
+
+def depth(program: Program) -> int:
+    """How many iterations back a witness may sit: the largest modulus of a
+    multi-buffered access (a[i % k] reuses a slot k iterations later), at least 2."""
+    moduli = [n.right.value for n in expressions(program) if isinstance(n, BinOp) and n.op in ("%", "//")
+              and isinstance(n.right, Const)]
+    return max([2] + moduli)
+
+
+def expressions(program: Program):
+    """Every expression and condition node of the program."""
+    for stmt in walk_stmts(program.body):
+        match stmt:
+            case Op():
+                roots = [i for a in stmt.reads + stmt.writes for i in a.indices] + [w.threshold for w in stmt.waits]
+            case For():
+                roots = [stmt.lo, stmt.hi]
+            case If():
+                roots = [stmt.cond]
+            case _:
+                roots = []
+        for root in roots:
+            yield from walk_expr(root)

@@ -1,0 +1,286 @@
+"""A deterministic timed scheduler over the untimed machines (DESIGN.md section 2).
+
+No third copy of the semantics: the scheduler only asks a machine (`Counter` for a
+synchronized program, `Reference` for the `oracle`) which labels are enabled and
+takes them with `step`; time is bookkeeping around those calls. Every timed run is
+therefore one of the machine's traces (tests replay it).
+
+Timing rules, with the costs of a `Profile`:
+- every engine runs its stream in order; an instance keeps its engine busy for
+  `max(lat, min_instruction_cycles)`, then completes (the `complete` label);
+- before issuing, the engine evaluates the instance's waits: `wait_cycles` per wait
+  plus `wait_op_cycles` per arithmetic operation of its threshold expression (so a
+  complex threshold is not free); if the machine then enables the issue, it issues;
+- else the engine stalls until a completion (or a barrier pass) enables it, and
+  resumes `wake_cycles` after that event (counter signal-to-wake latency);
+- engines that all stand at a barrier pass it `barrier_cycles` after the last one
+  arrived (the counter machine passes it as soon as the last engine arrives; the
+  scheduler holds the released engines for that long);
+- peer primitives (docs/peers.md): each `waitflag` costs `flag_wait_cycles` and each
+  `pop` `token_pop_cycles` before the issue (like a wait); each `setflag` costs
+  `flag_set_cycles` and each `push` `token_push_cycles` after the instance's own
+  time, before its completion (the set or push is an instruction after the op on the
+  same engine; the signal is visible at the completion, and its travel time to a
+  stalled consumer is the consumer's `wake_cycles`);
+- tracking loop counts costs `iteration_cycles` per started iteration of a tracked
+  loop (one whose `iters(v)` appears in a threshold), on every engine, paid before
+  the engine's next instance (every engine evaluates every loop bound).
+The oracle uses the same busy times and no synchronization cost at all.
+
+Ties are broken by engine order, so runs are deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import tomllib
+from pathlib import Path
+
+import attrs
+
+from semantics.errors import SyncproofError
+from semantics.ir import BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Op, Program, Var, walk_expr, walk_stmts
+from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
+from semantics.sequential import Unrolled
+
+PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+
+
+class Failure(SyncproofError):
+    """The timed run cannot finish."""
+
+
+class Deadlock(Failure):
+    """The timed run cannot finish: the synchronized program deadlocks."""
+
+
+class HardwareError(Failure):
+    """The timed run reached a hardware error (a 1-bit flag set while already set)."""
+
+
+@attrs.frozen
+class Profile:
+    """Machine costs, in cycles of `clock_ghz` (see verify/timing/profiles/*.toml for sources)."""
+
+    name: str
+    clock_ghz: float = 1.0
+    min_instruction_cycles: int = 0
+    wait_cycles: int = 0
+    wait_op_cycles: int = 0
+    wake_cycles: int = 0
+    barrier_cycles: int = 0
+    iteration_cycles: int = 0
+    flag_set_cycles: int = 0
+    flag_wait_cycles: int = 0
+    token_push_cycles: int = 0
+    token_pop_cycles: int = 0
+    description: str = ""
+
+
+ZERO = Profile("zero")  # every synchronization cost 0 (tests: threshold must equal oracle)
+
+_FIELDS = {f.name for f in attrs.fields(Profile)}
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A profile by name (verify/timing/profiles/NAME.toml) or by path to a TOML file."""
+    from semantics.errors import UsageError
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PROFILES_DIR / f"{name_or_path}.toml"
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        known = ", ".join(sorted(p.stem for p in PROFILES_DIR.glob("*.toml")))
+        raise UsageError(f"unknown profile '{name_or_path}' (profiles: {known}, or a path to a .toml file)") from None
+    except (tomllib.TOMLDecodeError, OSError) as err:
+        raise UsageError(f"cannot read profile {path}: {err}") from None
+    costs = data.get("costs", {})
+    unknown = set(costs) - _FIELDS
+    if unknown:
+        raise UsageError(f"profile {path}: unknown field(s) {', '.join(sorted(unknown))}")
+    for key, value in costs.items():
+        if not isinstance(value, (int, float)) or value < 0:
+            raise UsageError(f"profile {path}: {key} must be a non-negative number")
+    return Profile(name=data.get("name", path.stem), description=data.get("description", ""),
+                   **{k: v for k, v in costs.items() if k != "name"})
+
+
+def arithmetic_ops(node) -> int:
+    """Arithmetic operations a threshold expression costs to evaluate."""
+    match node:
+        case Const() | Var() | Iters():
+            return 0
+        case BinOp(left=a, right=b) | Min(left=a, right=b) | Max(left=a, right=b) | Compare(left=a, right=b):
+            return 1 + arithmetic_ops(a) + arithmetic_ops(b)
+        case Neg(operand=a):
+            return 1 + arithmetic_ops(a)
+        case IfExpr(cond=c, then=a, else_=b):
+            return 1 + arithmetic_ops(c) + max(arithmetic_ops(a), arithmetic_ops(b))
+        case _:  # And / Or / Not
+            return 1 + sum(arithmetic_ops(getattr(node, f)) for f in ("left", "right", "operand") if hasattr(node, f))
+
+
+def tracked_loops(program: Program) -> frozenset:
+    """Loop variables whose iteration count some threshold reads (`iters(v)`)."""
+    return frozenset(node.var for stmt in walk_stmts(program.body) if isinstance(stmt, Op)
+                     for wait in stmt.waits for node in walk_expr(wait.threshold) if isinstance(node, Iters))
+
+
+_SYNC_COST = {"waitflag": "flag_wait_cycles", "pop": "token_pop_cycles", "setflag": "flag_set_cycles",
+              "push": "token_push_cycles"}
+
+
+def _sync_costs(inst, costs: Profile, kinds) -> float:
+    return sum(getattr(costs, _SYNC_COST[kind]) for kind, _, _ in inst.syncs if kind in kinds)
+
+
+@attrs.frozen
+class Slice:
+    engine: int
+    kind: str  # "op" | "stall" | "overhead" | "barrier"
+    start: float
+    end: float
+    name: str
+
+
+@attrs.frozen
+class Timeline:
+    cycles: float
+    labels: tuple[Label, ...]  # the machine trace taken, in time order
+    slices: tuple[Slice, ...]
+    busy: tuple[float, ...]  # per engine: cycles running instances
+    stall: tuple[float, ...]  # per engine: cycles blocked by waits or barriers (wake latency included)
+    overhead: tuple[float, ...]  # per engine: cycles evaluating waits and tracking loop counts
+
+
+def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Timeline:
+    """Run the counter program (or, with oracle, the reference) as early as it may."""
+    machine = Reference(unrolled) if oracle else Counter(unrolled)
+    costs = ZERO if oracle else profile
+    engines = len(unrolled.program.engines)
+    instances = unrolled.instances
+    minimum = profile.min_instruction_cycles
+    # Per instance: cost of evaluating its waits, and of tracking loop counts since the
+    # engine's previous instance.
+    evaluate = [0.0] * len(instances)
+    tracking = [0.0] * len(instances)
+    signal = [0.0] * len(instances)  # after completion: setflag and push costs
+    if not oracle:
+        tracked = tracked_loops(unrolled.program)
+        seen = [dict() for _ in range(engines)]
+        iterations: dict = {}  # loop var -> iteration starts so far (program order)
+        previous_env: dict = {}
+        for inst in instances:
+            env = dict(inst.env)
+            for var, value in env.items():
+                if var in tracked and previous_env.get(var) != value:
+                    iterations[var] = iterations.get(var, 0) + 1
+            previous_env = env
+            mine = seen[inst.engine]
+            started = sum(iterations[v] - mine.get(v, 0) for v in iterations)
+            mine.update(iterations)
+            tracking[inst.index] = started * costs.iteration_cycles
+            evaluate[inst.index] = sum(costs.wait_cycles + costs.wait_op_cycles * arithmetic_ops(w.threshold)
+                                       for w in inst.op.waits) + _sync_costs(inst, costs, ("waitflag", "pop"))
+            signal[inst.index] = _sync_costs(inst, costs, ("setflag", "push"))
+
+    state = machine.initial()
+    now = 0.0
+    ready = [0.0] * engines  # when each idle engine may next try to issue (overheads paid)
+    blocked_since = [None] * engines  # idle engines whose issue the machine refused
+    completions: list = []  # heap of (time, engine, instance)
+    trace, slices = [], []
+    busy, stall, overhead = [0.0] * engines, [0.0] * engines, [0.0] * engines
+    paid = [False] * engines  # overheads of the engine's next instance already charged
+
+    def position(st, e):
+        return st[e] >> 1
+
+    while not machine.final(state):
+        progressed = True
+        while progressed:  # issue everything issuable at `now`, engine order
+            progressed = False
+            enabled = {l.instance for l in machine.enabled(state) if l.kind == ISSUE}
+            for e in range(engines):
+                stream = machine.streams[e]
+                if state[e] & 1 or position(state, e) >= len(stream):
+                    continue
+                y = stream[position(state, e)]
+                if y < 0:
+                    continue  # standing at a barrier
+                if not paid[e]:
+                    cost = evaluate[y] + tracking[y]
+                    if cost:
+                        slices.append(Slice(e, "overhead", ready[e], ready[e] + cost, "sync overhead"))
+                    overhead[e] += cost
+                    ready[e] += cost
+                    paid[e] = True
+                    if ready[e] > now:
+                        heapq.heappush(completions, (ready[e], -1, e))  # retry once the overhead is paid
+                if ready[e] > now:
+                    continue
+                if y in enabled:
+                    start = now
+                    if blocked_since[e] is not None:
+                        start = now + costs.wake_cycles
+                        stall[e] += start - blocked_since[e]
+                        slices.append(Slice(e, "stall", blocked_since[e], start, "stall"))
+                        blocked_since[e] = None
+                    if start > now:  # woken: issue after the wake latency
+                        ready[e] = start
+                        blocked_since[e] = None
+                        heapq.heappush(completions, (start, -1, e))  # a wake-up event
+                        continue
+                    state = machine.step(state, Label(ISSUE, y))
+                    trace.append(Label(ISSUE, y))
+                    end = start + max(instances[y].op.lat, minimum)
+                    busy[e] += end - start
+                    slices.append(Slice(e, "op", start, end, instances[y].describe()))
+                    if signal[y]:  # the set / push instructions run before the completion is seen
+                        slices.append(Slice(e, "overhead", end, end + signal[y], "sync signal"))
+                        overhead[e] += signal[y]
+                        end += signal[y]
+                    heapq.heappush(completions, (end, y, e))
+                    paid[e] = False
+                    progressed = True
+                    enabled = {l.instance for l in machine.enabled(state) if l.kind == ISSUE}
+                elif blocked_since[e] is None:
+                    blocked_since[e] = now
+        if machine.final(state):
+            break
+        if not completions:
+            stuck = [unrolled.program.engines[e] for e in range(engines) if not machine.final(state)
+                     and position(state, e) < len(machine.streams[e])]
+            raise Deadlock(f"the program deadlocks at cycle {now:.0f}: {', '.join(stuck)} cannot go on "
+                           f"(`syncproof verify` shows why)")
+        now, y, e = heapq.heappop(completions)
+        if y < 0:
+            continue  # a wake-up: retry at `now`
+        before = state
+        state = machine.step(state, Label(COMPLETE, y))
+        trace.append(Label(COMPLETE, y))
+        if not oracle and machine.error(state):
+            raise HardwareError(f"hardware error at cycle {now:.0f}: {machine.error(state)} "
+                                f"(`syncproof verify` shows why)")
+        ready[e] = max(ready[e], now)
+        if not oracle:
+            _barrier_pass(before, state, e, now, costs, ready, slices, stall, completions)
+    cycles = max((s.end for s in slices if s.kind == "op"), default=0.0)
+    return Timeline(cycles, tuple(trace), tuple(slices), tuple(busy), tuple(stall), tuple(overhead))
+
+
+def _barrier_pass(before, after, engine, now, costs, ready, slices, stall, completions) -> None:
+    """Engines the completion released from a barrier resume `barrier_cycles` later."""
+    passed = [e for e in range(len(ready)) if (after[e] >> 1) > (before[e] >> 1) + (1 if e == engine else 0)]
+    if not passed:
+        return
+    release = now + costs.barrier_cycles
+    for e in passed:
+        if ready[e] < release:
+            slices.append(Slice(e, "barrier", max(ready[e], 0.0), release, "barrier"))
+            stall[e] += release - max(ready[e], 0.0)
+            ready[e] = release
+    if costs.barrier_cycles:
+        heapq.heappush(completions, (release, -1, passed[0]))
