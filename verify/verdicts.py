@@ -1,4 +1,4 @@
-"""Verdicts, options and results as plain values (DESIGN.md section 4)."""
+"""Verdicts, options and results as plain values (docs/design.md section 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `lean` command (DESIGN.md section 6): write a Lake project with the kernel, its
+"""The `lean` command (docs/design.md section 6): write a Lake project with the kernel, its
 semantics and its theorems (lean_export/ does the work)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rendering check results: a JSON object (DESIGN.md section 6) and text for people."""
+"""Rendering check results: a JSON object (docs/design.md section 6) and text for people."""
 
 from __future__ import annotations
 

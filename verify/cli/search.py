@@ -1,4 +1,4 @@
-"""The `search` and `mutate` commands (DESIGN.md section 6; verify/search/search.py and
+"""The `search` and `mutate` commands (docs/design.md section 6; verify/search/search.py and
 verify/search/mutate.py do the work, this module parses arguments and prints)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Z3 checker: bounded model checking of the product of the reference and counter
-machines over symbolic parameter values and symbolic schedules (DESIGN.md section 4).
+machines over symbolic parameter values and symbolic schedules (docs/design.md section 4).
 
 It answers the question `verify.engines.explicit.check` answers, independently: the program is
 unrolled once into potential instances with existence formulas over the parameter

@@ -139,7 +139,7 @@ class Prover:
         model = solver.model()
         return {n: model.eval(p, model_completion=True).as_long() for n, p in self.terms.params.items()}
 
-    # -- the three kinds
+    # -- the four kinds: defined, sound, exact, live
 
     def defined(self, site: Site) -> Obligation:
         """Loop bounds are non-negative, and divisors non-zero, wherever evaluated."""

@@ -1,4 +1,4 @@
-"""Proofs for every parameter value (DESIGN.md section 4; issue 4 part 2).
+"""Proofs for every parameter value (docs/design.md section 4; issue 4 part 2).
 
 For a barrier-free counter program, bisimilarity with the reference follows from two
 per-wait properties, each a statement over unbounded parameters and loop indices:
