@@ -8,7 +8,7 @@ import sys
 from semantics.errors import UsageError
 from semantics.parser import parse_file
 
-EXIT_OK = 0
+from verify.cli.common import EXIT_OK
 
 
 def add_parsers(sub) -> None:
