@@ -235,3 +235,35 @@ def test_teeth_engine_agreement_catches_a_range_blind_z3_encoding(monkeypatch):
                  settings=settings(max_examples=300, database=None, deadline=None,
                                    suppress_health_check=list(HealthCheck)))
     assert any(isinstance(i, Range) for i in _all_indices(found))
+
+
+# ------------------------------------------------------------ MLIR subviews
+
+SUBVIEWS = """
+func.func @k(%A : memref<64xi32>, %B : memref<16xi32>, %C : memref<64xi32>) {
+  %a = memref.alloc() : memref<16xi32>
+  %lo = memref.subview %A[0] [16] [1] : memref<64xi32> to memref<16xi32, strided<[1]>>
+  %hi = memref.subview %A[OFFSET] [16] [1] : memref<64xi32> to memref<16xi32, strided<[1], offset: ?>>
+  "memref.copy"(%B, %lo) : (memref<16xi32>, memref<16xi32, strided<[1]>>) -> ()
+  linalg.generic {indexing_maps = [affine_map<(n) -> (n)>, affine_map<(n) -> (n)>], iterator_types = ["parallel"]} ins(%hi : memref<16xi32, strided<[1], offset: ?>>) outs(%a : memref<16xi32>) {
+  ^bb0(%x : i32, %z : i32):
+    linalg.yield %x : i32
+  }
+  "memref.copy"(%A, %C) : (memref<64xi32>, memref<64xi32>) -> ()
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("offset, overlaps", [(16, False), (8, True), (0, True)])
+def test_subviews_are_ranges_that_conflict_only_when_they_overlap(offset, overlaps):
+    from semantics.mlir.importer import import_text
+
+    program = import_text(SUBVIEWS.replace("OFFSET", str(offset)), "k.mlir")[0].program
+    text = print_program(program)
+    assert f"writes A[0..16]" in text and f"reads A[{offset}..{offset + 16}]" in text
+    assert "reads A[0..64]" in text  # the whole buffer, as a full-extent range
+    out = get_strategy("threshold")(program).program
+    generic = next(op for op in out.body if getattr(op, "engine", None) == "COMPUTE")
+    assert bool(generic.waits) == overlaps, print_program(out)
+    assert check(out, ()).verdict == Verdict.BISIMILAR
