@@ -19,7 +19,7 @@ import attrs
 
 from algorithm.registry import get_strategy
 from semantics.errors import UsageError
-from semantics.ir import Program, peer_clause
+from semantics.ir import Program, op_has_range, ops, peer_clause
 
 from lean_export.printer import base_name, camel_name, lean_program, lean_valuation, module_name, valuation_suffix
 
@@ -136,12 +136,26 @@ def library_text(module: str) -> str:
     return (resources.files("lean_export") / "lean" / "Syncproof" / f"{module}.lean").read_text(encoding="utf-8")
 
 
+def _refuse_unsupported(program: Program) -> None:
+    """The Lean syntax has single-element accesses and literal latencies only: refuse
+    rather than export a different program."""
+    for op in ops(program):
+        where = f"line {op.loc.line}: " if op.loc else ""
+        if op_has_range(op):
+            raise UsageError(f"{where}op '{op.name}' has a range access (a[lo..hi]); the Lean export does not "
+                             "support range accesses yet")
+        if not isinstance(op.lat, int):
+            raise UsageError(f"{where}op '{op.name}' has a latency expression; the Lean export supports "
+                             "integer latencies only")
+
+
 def export_files(program: Program, source_name: str, strategy: str = "threshold",
                  max_param: int = 2, *, planner) -> dict[str, str]:
     """Every file of the project, by relative path (deterministic: no dates, no paths).
     `planner(synced_program, max_param) -> Plan` decides the bounded claims."""
     if max_param < 0:
         raise UsageError("--max-param must be non-negative")
+    _refuse_unsupported(program)
     synced = get_strategy(strategy)(program).program
     clause = peer_clause(synced)
     if clause is not None:

@@ -135,12 +135,37 @@ COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 @attrs.frozen(cache_hash=True)
+class Range:
+    """An index `lo..hi` of an access: every value lo <= v < hi (empty when hi <= lo)."""
+
+    lo: Expr
+    hi: Expr
+    loc: Loc | None = _loc()
+
+
+Index = Union[Expr, Range]
+
+
+@attrs.frozen(cache_hash=True)
 class Access:
-    """`buffer` or `buffer[e1, e2, ...]`."""
+    """`buffer` or `buffer[i1, i2, ...]`; each index an expression or a Range."""
 
     buffer: str
-    indices: tuple[Expr, ...] = ()
+    indices: tuple[Index, ...] = ()
     loc: Loc | None = _loc()
+
+
+def index_exprs(index: Index) -> tuple[Expr, ...]:
+    """The expressions of an index: itself, or a range's two bounds."""
+    return (index.lo, index.hi) if isinstance(index, Range) else (index,)
+
+
+def has_range(access: Access) -> bool:
+    return any(isinstance(i, Range) for i in access.indices)
+
+
+def op_has_range(op) -> bool:
+    return any(has_range(a) for a in op.reads + op.writes)
 
 
 @attrs.frozen(cache_hash=True)
@@ -178,7 +203,7 @@ class Op:
     name: str
     reads: tuple[Access, ...] = ()
     writes: tuple[Access, ...] = ()
-    lat: int = 1
+    lat: int | Expr = 1  # cycles: an int literal, or an expression (timing only)
     waits: tuple[Wait, ...] = ()
     loc: Loc | None = _loc()
     name_loc: Loc | None = _loc()

@@ -16,7 +16,7 @@ from lark import Transformer, v_args
 from semantics.errors import KernelError
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min,
-    Neg, Not, Op, Or, Param, Program, Sync, Var, Wait,
+    Neg, Not, Op, Or, Param, Program, Range, Sync, Var, Wait,
 )
 from semantics.validate import validate
 
@@ -126,9 +126,15 @@ class _ToIR(Transformer):
         return IfExpr(_expect_cond(cond), _expect_expr(then), _expect_expr(else_), loc=_loc(meta))
 
     # ---- clauses
+    def range_index(self, meta, children):
+        lo, hi = children
+        return Range(_expect_expr(lo, "an integer range bound"), _expect_expr(hi, "an integer range bound"),
+                     loc=_loc(meta))
+
     def access(self, meta, children):
         name, *indices = children
-        return Access(str(name), tuple(_expect_expr(i, "an integer index") for i in indices), loc=_loc(name))
+        return Access(str(name), tuple(i if isinstance(i, Range) else _expect_expr(i, "an integer index")
+                                       for i in indices), loc=_loc(name))
 
     def reads(self, meta, children):
         return ("reads", tuple(children), _loc(meta))
@@ -146,7 +152,8 @@ class _ToIR(Transformer):
             case _Decimal(text=text):
                 raise KernelError(f"non-integer latency {text}: a latency is a non-negative integer", value.loc)
             case _:
-                raise KernelError("a latency is a non-negative integer literal", value.loc)
+                # A latency expression (timing only); negative values are run-time errors.
+                return ("lat", _expect_expr(value, "an integer latency"), _loc(meta))
 
     def wait_item(self, meta, children):
         engine, threshold = children

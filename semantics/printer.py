@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
-    Op, Or, Program, Sync, Var, Wait,
+    Op, Or, Program, Range, Sync, Var, Wait,
 )
 
 # Precedence levels, loosest first (docs/design.md section 5; as in Python).
@@ -73,10 +73,16 @@ def _print_bare(node) -> str:
     raise TypeError(f"not an expression: {node!r}")
 
 
+def print_index(index) -> str:
+    if isinstance(index, Range):
+        return f"{print_expr(index.lo)}..{print_expr(index.hi)}"
+    return print_expr(index)
+
+
 def print_access(access: Access) -> str:
     if not access.indices:
         return access.buffer
-    return f"{access.buffer}[{', '.join(print_expr(i) for i in access.indices)}]"
+    return f"{access.buffer}[{', '.join(print_index(i) for i in access.indices)}]"
 
 
 def print_wait(wait: Wait) -> str:
@@ -98,7 +104,7 @@ def print_op(op: Op) -> str:
     if op.writes:
         parts.append("writes " + ", ".join(print_access(a) for a in op.writes))
     if op.lat != 1:
-        parts.append(f"lat {op.lat}")
+        parts.append(f"lat {op.lat if isinstance(op.lat, int) else print_expr(op.lat)}")
     if op.waits:
         parts.append("wait " + ", ".join(print_wait(w) for w in op.waits))
     runs: list[list[Sync]] = []  # consecutive clauses of one kind print as one clause (order kept)

@@ -10,13 +10,14 @@ T_min(y, F) = 1 + local index of the last F-instance y depends on (0: none).
 
 from __future__ import annotations
 
+import itertools
 from typing import Mapping
 
 import attrs
 
 from semantics.errors import EvalError, UsageError
 from semantics.evaluate import eval_cond, eval_expr
-from semantics.ir import FLAG_IDS, QUEUES, Barrier, For, If, Loc, Op, Program
+from semantics.ir import FLAG_IDS, QUEUES, Barrier, For, If, Loc, Op, Program, Range
 
 Element = tuple  # (buffer, index values...)
 
@@ -30,7 +31,7 @@ class Instance:
     env: tuple[tuple[str, int], ...]  # enclosing loop variables, outermost first
     engine: int  # engine number (position in Program.engines)
     local: int  # engine-local index
-    accesses: tuple[tuple[Element, bool], ...]  # (element, written?), one per element
+    accesses: tuple[tuple[Element, bool], ...]  # (element, written?), one per element (ranges expanded)
     waits: tuple[tuple[int, int], ...]  # (engine number, threshold value)
     # Peer sync clauses evaluated: (kind, other engine number, flag or queue id).
     syncs: tuple[tuple[str, int, int], ...] = ()
@@ -93,8 +94,8 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                     accesses: dict[Element, bool] = {}
                     try:
                         for access, written in [(a, False) for a in stmt.reads] + [(a, True) for a in stmt.writes]:
-                            element = (access.buffer, *(eval_expr(i, env) for i in access.indices))
-                            accesses[element] = accesses.get(element, False) or written
+                            for element in elements(access, env):
+                                accesses[element] = accesses.get(element, False) or written
                         waits = tuple((engine_number[w.engine], eval_expr(w.threshold, env, iters)) for w in stmt.waits)
                         syncs = tuple((s.kind, engine_number[s.engine], _sync_id(s, env)) for s in stmt.syncs)
                     except EvalError as err:
@@ -139,6 +140,20 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
 
     run(program.body)
     return Unrolled(program, valuation, tuple(instances), tuple(tuple(s) for s in streams), tuple(barriers))
+
+
+def elements(access, env) -> list[Element]:
+    """The elements an access touches in `env`: one, or every element of its ranges
+    (none when a range is empty)."""
+    axes = []
+    for index in access.indices:
+        if isinstance(index, Range):
+            axes.append(range(eval_expr(index.lo, env), eval_expr(index.hi, env)))
+        else:
+            axes.append((eval_expr(index, env),))
+    if all(len(axis) == 1 for axis in axes):
+        return [(access.buffer, *(axis[0] for axis in axes))]
+    return [(access.buffer, *point) for point in itertools.product(*axes)]
 
 
 def _sync_id(sync, env) -> int:

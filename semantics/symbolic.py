@@ -14,7 +14,7 @@ import z3
 
 from semantics.context import Site, common_depth, static_order
 from semantics.ir import (
-    Access, And, BinOp, Compare, Const, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Program, Var,
+    Access, And, BinOp, Compare, Const, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Program, Range, Var,
 )
 
 
@@ -127,10 +127,27 @@ def precedes(x: Site, x_env, y: Site, y_env):
     return z3.Or(*cases) if cases else z3.BoolVal(False)
 
 
+def index_overlap(i, i_env, j, j_env):
+    """Index i (in i_env) and index j (in j_env) share a value: equal points, a point
+    inside a half-open range, or two ranges whose intervals intersect (both non-empty)."""
+    if not isinstance(i, Range) and not isinstance(j, Range):
+        return to_z3(i, i_env) == to_z3(j, j_env)
+    if not isinstance(i, Range):
+        p, lo, hi = to_z3(i, i_env), to_z3(j.lo, j_env), to_z3(j.hi, j_env)
+        return z3.And(lo <= p, p < hi)
+    if not isinstance(j, Range):
+        p, lo, hi = to_z3(j, j_env), to_z3(i.lo, i_env), to_z3(i.hi, i_env)
+        return z3.And(lo <= p, p < hi)
+    a_lo, a_hi, b_lo, b_hi = to_z3(i.lo, i_env), to_z3(i.hi, i_env), to_z3(j.lo, j_env), to_z3(j.hi, j_env)
+    return z3.And(a_lo < a_hi, b_lo < b_hi, a_lo < b_hi, b_lo < a_hi)
+
+
 def same_element(a: Access, a_env, b: Access, b_env):
+    """The two accesses touch a common element (for range indices: their element sets
+    intersect, which is the overlap of the intervals in every dimension)."""
     if a.buffer != b.buffer or len(a.indices) != len(b.indices):
         return z3.BoolVal(False)
-    return z3.And(*[to_z3(i, a_env) == to_z3(j, b_env) for i, j in zip(a.indices, b.indices)])
+    return z3.And(*[index_overlap(i, a_env, j, b_env) for i, j in zip(a.indices, b.indices)])
 
 
 def conflicting_pairs(x, y) -> list[tuple[Access, Access]]:

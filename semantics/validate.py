@@ -10,7 +10,7 @@ from __future__ import annotations
 from semantics.errors import KernelError
 from semantics.ir import (
     And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min, Neg, Not,
-    Op, Or, Program, Var,
+    Op, Or, Program, Var, index_exprs,
 )
 
 
@@ -82,11 +82,15 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                     raise KernelError(f"duplicate op name '{stmt.name}' (first defined at {op_names[stmt.name]})",
                                       stmt.name_loc or stmt.loc)
                 op_names[stmt.name] = stmt.name_loc or stmt.loc
-                if stmt.lat < 0:
-                    raise KernelError(f"negative latency {stmt.lat}", stmt.loc)
+                if isinstance(stmt.lat, int):
+                    if stmt.lat < 0:
+                        raise KernelError(f"negative latency {stmt.lat}", stmt.loc)
+                else:  # a latency expression; its sign is checked when it is evaluated
+                    check_expr(stmt.lat, scope, all_loops, iters_allowed=False)
                 for access in stmt.reads + stmt.writes:
                     for index in access.indices:
-                        check_expr(index, scope, all_loops, iters_allowed=False)
+                        for part in index_exprs(index):
+                            check_expr(part, scope, all_loops, iters_allowed=False)
                 for sync in stmt.syncs:
                     if sync.engine not in engines:
                         raise KernelError(f"unknown engine '{sync.engine}' in {sync.kind} (declared engines: "

@@ -18,7 +18,7 @@ import attrs
 import z3
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Var, walk_expr
+from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Range, Var, index_exprs, walk_expr
 from semantics.symbolic import domain, precedes, same_element, to_z3
 from algorithm.threshold.counting import ENV, as_congruence, as_interval, mentions, subst
 from semantics.simplify import cond as simplify_cond, simplify
@@ -142,10 +142,30 @@ def candidates_of(program: Program, x: Site, y: Site, pair) -> list[Candidate]:
                                       conditions + [Compare("<=", lo, chosen), Compare("<", chosen, hi)]))
             partial = grown[:MAX_OPTIONS]
         for env, values, conditions in partial:
-            conditions = conditions + [Compare("==", subst(ix, env), iy) for ix, iy in zip(ax.indices, ay.indices)]
+            conditions = conditions + [c for ix, iy in zip(ax.indices, ay.indices)
+                                       for c in overlap_conditions(_subst_index(ix, env), iy)]
             condition = conjoin([simplify_cond(c) for c in conditions])
             out.append(Candidate(condition, values, fixed_depth if fixed_depth == depth else _step_depth(x, bounded)))
     return out
+
+
+def _subst_index(index, env):
+    if isinstance(index, Range):
+        return Range(subst(index.lo, env), subst(index.hi, env))
+    return subst(index, env)
+
+
+def overlap_conditions(ix, iy) -> list:
+    """Conditions (IR) under which index ix and index iy share a value: `ix == iy` for
+    two points, `lo <= p < hi` for a point in a range, interval overlap for two ranges
+    (the same meaning as semantics.symbolic.index_overlap, which the proof uses)."""
+    if not isinstance(ix, Range) and not isinstance(iy, Range):
+        return [Compare("==", ix, iy)]
+    if not isinstance(ix, Range):
+        return [Compare("<=", iy.lo, ix), Compare("<", ix, iy.hi)]
+    if not isinstance(iy, Range):
+        return [Compare("<=", ix.lo, iy), Compare("<", iy, ix.hi)]
+    return [Compare("<", ix.lo, ix.hi), Compare("<", iy.lo, iy.hi), Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)]
 
 
 def _step_depth(x: Site, bounded: dict) -> int:
@@ -164,9 +184,10 @@ def _hidden_period(x: Site, n: int, ax, ay) -> int:
     later = {s.stmt.var for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)}
     period = 1
     for ix, iy in zip(ax.indices, ay.indices):
-        if not any(mentions(ix, v) for v in later):
+        parts = [*index_exprs(ix), *index_exprs(iy)]
+        if not any(mentions(e, v) for e in index_exprs(ix) for v in later):
             continue
-        for node in [*walk_expr(ix), *walk_expr(iy)]:
+        for node in [n for e in parts for n in walk_expr(e)]:
             if isinstance(node, BinOp) and node.op == "%" and isinstance(node.right, Const) and node.right.value > 1:
                 period = period * node.right.value // _gcd(period, node.right.value)
     return period if period <= MAX_OPTIONS else 1
@@ -183,6 +204,8 @@ def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
     env_u = {**env, u: placeholder}
     pinned: dict = {}
     for ix, iy in zip(ax.indices, ay.indices):
+        if isinstance(ix, Range) or isinstance(iy, Range):
+            continue  # only a point equation pins a deeper index down
         for loop in deeper:
             equation = Compare("==", subst(ix, env_u), iy)
             interval = as_interval(simplify_cond(equation), loop.var)
@@ -207,8 +230,8 @@ def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
         elif not step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
             out.append(simplify_cond(Not(subst(stmt.cond, env_u))))
     for ix, iy in zip(ax.indices, ay.indices):
-        if not any(mentions(ix, v) for v in later_vars):
-            out.append(simplify_cond(Compare("==", subst(ix, env_u), iy)))
+        if not any(mentions(e, v) for e in index_exprs(ix) for v in later_vars):
+            out += [simplify_cond(c) for c in overlap_conditions(_subst_index(ix, env_u), iy)]
     return out
 
 

@@ -11,7 +11,10 @@ Engines `DM` (the data-mover core) and `COMPUTE` (the compute core). Per MLIR op
   parameters); a non-constant step cannot be divided out in the kernel language, so
   such a loop runs `trips_<var>` times, a fresh parameter (this forgets any relation
   between its bounds); `scf.if` -> `if` on the condition's expression;
-- views (`memref.subview`, casts, reshapes) alias their source as a whole buffer;
+- `memref.subview` is a range access of its source (`A[iv..iv + 16]`, in the source's
+  coordinates; a strided view its bounding range); casts keep the window; other views
+  (reshapes, transposes, reinterpret_cast) alias their source as a whole buffer; a buffer
+  accessed both through windows and whole gets full-extent ranges for the whole accesses;
   `arith.select` between memrefs splits each op using it into an `if` on the select's
   condition (double buffering by `i mod 2` stays exact);
 - any other op with memref operands (`memref.dealloc`, `test.op`, calls) is global:
@@ -38,7 +41,7 @@ import attrs
 
 from semantics.mlir.sites import COMPUTE, DM, Site, Sites, Slot, SnaxProgram
 from semantics.errors import KernelError
-from semantics.ir import Access, Barrier, For, If, Loc, Op, Param, Var, walk_expr, walk_stmts
+from semantics.ir import Barrier, For, If, Loc, Op, Param, Var, index_exprs, walk_expr, walk_stmts
 from semantics.validate import KEYWORDS, validate
 from semantics.mlir import values as mv
 from semantics.mlir.parse import Chunk, op_name, parse_chunk, prop, split_cases
@@ -93,6 +96,7 @@ def import_chunk(chunk: Chunk, filename: str) -> Imported:
     module, locs = parse_chunk(chunk, filename)
     walker = _Importer(filename, locs)
     body = walker.block(module.regions[0].blocks[0], (), in_loop=False) if module.regions[0].blocks else ()
+    body = mv.whole_accesses_as_ranges(body, walker.values.shapes)
     name = walker.kernel_name or re.sub(r"\W", "_", filename.rsplit("/", 1)[-1].split(".")[0]) or None
     if name and (name in KEYWORDS or name[0].isdigit()):
         name = f"k_{name}"
@@ -114,7 +118,8 @@ def _exprs(stmt):
         case If(cond=cond):
             roots = [cond]
         case Op():
-            roots = [i for a in stmt.reads + stmt.writes for i in a.indices] + [w.threshold for w in stmt.waits]
+            roots = [e for a in stmt.reads + stmt.writes for i in a.indices for e in index_exprs(i)] + \
+                [w.threshold for w in stmt.waits]
         case Barrier():
             roots = []
     return [n for r in roots for n in walk_expr(r)]
@@ -306,8 +311,8 @@ class _Importer:
                     else_ = build(trees, variant + "e", {**decided, tree.cond: False})
                     return [If(tree.cond, tuple(then), tuple(else_), loc=loc)]
             name = self._fresh(f"{stem}_{variant}") if variant else stem
-            roots = [t.name for t in trees]
-            acc = lambda names: tuple(Access(n) for n in dict.fromkeys(names))  # noqa: E731
+            roots = list(trees)
+            acc = lambda rs: tuple(dict.fromkeys(mv.access_of(r) for r in rs))  # noqa: E731 (subview windows: ranges)
             return [Op(engine, name, acc(roots[:len(reads)]), acc(roots[len(reads):]), lat, loc=loc)]
 
         return build(trees, "", {})

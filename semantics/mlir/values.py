@@ -7,7 +7,11 @@ from __future__ import annotations
 import attrs
 
 from semantics.evaluate import eval_cond, eval_expr
-from semantics.ir import And, BinOp, Compare, Const, IfExpr, Max, Min, Not, Or, Var, walk_expr
+import attrs as _attrs
+
+from semantics.ir import (
+    Access, And, BinOp, Compare, Const, IfExpr, Max, Min, Not, Op, Or, Range, Var, map_ops, walk_expr,
+)
 from semantics.mlir.parse import op_name, prop
 
 # Ops that alias their source memref (views), and ops that are not computation: the
@@ -32,6 +36,17 @@ _CORE = object()  # a value that differs per core (the core index)
 @attrs.frozen
 class Root:
     name: str
+    # A `memref.subview` window in the source buffer's coordinates: one Range per source
+    # dimension (a strided one widened to its bounding range); None: the whole buffer.
+    window: tuple | None = None
+
+
+def access_of(root: Root) -> Access:
+    return Access(root.name, root.window or ())
+
+
+_DYNAMIC = -(2 ** 63)  # MLIR's marker for a dynamic offset, size or stride
+_KEEP_WINDOW = ("memref.cast", "memref.memory_space_cast")  # same elements, same coordinates
 
 
 @attrs.frozen
@@ -98,6 +113,7 @@ class Values:
         self.fresh, self.param, self.error = fresh, param, error
         self.exprs: dict = {}  # value -> Expr, Cond or _CORE
         self.mems: dict = {}  # value -> Root | Choice
+        self.shapes: dict = {}  # buffer name -> static shape (tuple of ints) or None
         self.ids: dict = {}
 
     def vid(self, value) -> int:
@@ -110,6 +126,7 @@ class Values:
         for arg in block.args:
             if is_memref(arg):
                 self.mems[arg] = Root(self.fresh(arg.name_hint, "m"))
+                self.shapes[self.mems[arg].name] = _shape(arg.type)
 
     def first_root(self, value) -> str:
         tree = self.mem(value)
@@ -120,7 +137,27 @@ class Values:
     def mem(self, value):
         if value not in self.mems:  # the result of an op the import does not know: a buffer of its own
             self.mems[value] = Root(self.fresh(value.name_hint, "m"))
+            self.shapes[self.mems[value].name] = _shape(value.type)
         return self.mems[value]
+
+    def _window(self, op):
+        """The Ranges a memref.subview covers in its source, or None (unknown stride)."""
+        def values(static, dynamic):
+            dynamic = iter(dynamic)
+            return [self.expr(next(dynamic), op) if v == _DYNAMIC else Const(v) for v in static.get_values()]
+
+        offsets = values(op.static_offsets, op.offsets)
+        sizes = values(op.static_sizes, op.sizes)
+        strides = values(op.static_strides, op.strides)
+        window = []
+        for offset, size, stride in zip(offsets, sizes, strides):
+            if not isinstance(stride, Const) or stride.value <= 0:
+                return None
+            # elements offset + k * stride, k < size: exactly offset..offset+size for stride 1, else
+            # their bounding range (a superset: sound, it may over-synchronize)
+            span = size if stride.value == 1 else BinOp("+", BinOp("*", BinOp("-", size, Const(1)), stride), Const(1))
+            window.append(Range(_fold(offset), _fold(BinOp("+", offset, span))))
+        return tuple(window)
 
     def _raw(self, value, op):
         if value not in self.exprs:
@@ -225,11 +262,68 @@ class Values:
             else:
                 self.exprs[res[0]] = _fold(IfExpr(self.cond(c, op), self.expr(a, op), self.expr(b, op)))
             return True
-        if name in VIEWS:
+        if name == "memref.subview":
+            window = self._window(op)
+            self.mems[res[0]] = _map_roots(self.mem(op.operands[0]),
+                                           lambda r: r if r.window is not None or window is None
+                                           else Root(r.name, window))  # a nested view keeps its (larger) parent window
+            return True
+        if name in _KEEP_WINDOW:
             self.mems[res[0]] = self.mem(op.operands[0])
+            return True
+        if name in VIEWS:  # reshapes and the like: the whole source buffer
+            self.mems[res[0]] = _map_roots(self.mem(op.operands[0]), lambda r: Root(r.name))
             return True
         if name == "func.call" and self._core_call(op):
             for r in res:
                 self.exprs[r] = _CORE
             return True
         return name in NOT_OPS
+
+
+def _map_roots(tree, fn):
+    if isinstance(tree, Choice):
+        return Choice(tree.cond, _map_roots(tree.then, fn), _map_roots(tree.else_, fn))
+    return fn(tree)
+
+
+def _shape(typ):
+    shape = getattr(typ, "get_shape", lambda: None)()
+    return None if shape is None or any(d < 0 for d in shape) else tuple(shape)
+
+
+def whole_accesses_as_ranges(body, shapes: dict):
+    """A buffer accessed both through subview windows and whole: the whole accesses
+    become full-extent ranges (`A[0..64]`), so that every access of the buffer has
+    one index per dimension and windows conflict exactly when they overlap. When the
+    shape is not static, the windows of that buffer are dropped instead (every access
+    is the whole buffer: sound, as before subviews became ranges)."""
+    arities: dict = {}
+    for op in _ops_of(body):
+        for a in op.reads + op.writes:
+            arities.setdefault(a.buffer, set()).add(len(a.indices))
+    mixed = {b for b, ns in arities.items() if len(ns) > 1}
+    if not mixed:
+        return body
+
+    def fix(access):
+        if access.buffer not in mixed:
+            return access
+        shape = shapes.get(access.buffer)
+        if shape is None or arities[access.buffer] - {0, len(shape)}:
+            return Access(access.buffer)
+        if access.indices:
+            return access
+        return Access(access.buffer, tuple(Range(Const(0), Const(d)) for d in shape))
+
+    def fix_op(op):
+        return _attrs.evolve(op, reads=tuple(dict.fromkeys(map(fix, op.reads))),
+                             writes=tuple(dict.fromkeys(map(fix, op.writes))))
+
+    return map_ops(body, fix_op)
+
+
+def _ops_of(body):
+    from semantics.ir import walk_stmts
+
+    return [s for s in walk_stmts(body) if isinstance(s, Op)]

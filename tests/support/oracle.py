@@ -32,7 +32,7 @@ import attrs
 
 from semantics.evaluate import eval_cond, eval_expr
 from semantics.ir import (
-    And, Barrier, Compare, Const, For, If, IfExpr, Neg, Op, Or, Program, Var, Wait, map_ops,
+    And, Barrier, Compare, Const, For, If, IfExpr, Neg, Op, Or, Program, Range, Var, Wait, map_ops,
 )
 
 UNSOUND = "unsound"
@@ -76,8 +76,17 @@ def unroll_program(program: Program, values: dict) -> Run:
     segment = [0]
     iters: dict[str, int] = {}
 
-    def element(access, env):
-        return (access.buffer,) + tuple(eval_expr(i, env) for i in access.indices)
+    def elements(access, env) -> set:
+        """Every element the access touches: a range index `lo..hi` stands for each
+        value lo <= v < hi (none when hi <= lo), one dimension at a time."""
+        found = {(access.buffer,)}
+        for index in access.indices:
+            if isinstance(index, Range):
+                values = list(range(eval_expr(index.lo, env), eval_expr(index.hi, env)))
+            else:
+                values = [eval_expr(index, env)]
+            found = {prefix + (v,) for prefix in found for v in values}
+        return found
 
     def walk(body, env: dict, loops: tuple):
         for stmt in body:
@@ -86,8 +95,8 @@ def unroll_program(program: Program, values: dict) -> Run:
                     id=len(run.instances), op=stmt.name, engine=stmt.engine,
                     local=local[stmt.engine], seg_local=seg_local[stmt.engine], segment=segment[0],
                     env=loops, key=valuation + loops,
-                    reads=frozenset(element(a, env) for a in stmt.reads),
-                    writes=frozenset(element(a, env) for a in stmt.writes),
+                    reads=frozenset(e for a in stmt.reads for e in elements(a, env)),
+                    writes=frozenset(e for a in stmt.writes for e in elements(a, env)),
                     waits=tuple((w.engine, eval_expr(w.threshold, env, dict(iters))) for w in stmt.waits),
                 )
                 local[stmt.engine] += 1

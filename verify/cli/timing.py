@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from semantics.errors import UsageError
+from semantics.errors import EvalError, UsageError
 from semantics.ir import Barrier, Program, walk_stmts
 from semantics.sequential import UnrollLimit, unroll
 from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, simulate
@@ -114,6 +114,9 @@ def cmd_simulate(args) -> int:
     values = valuation(program, args.param)
     try:
         timeline = run(program, args.strategy, values, profile)
+    except EvalError as err:  # e.g. a negative latency expression: FILE:LINE:COL
+        err.filename = err.filename or args.file
+        raise
     except Failure as err:
         print(f"syncproof: simulate: {err}", file=sys.stderr)
         return 1
@@ -153,7 +156,11 @@ def bench_rows(paths: list[Path], profile: Profile, strategies=BENCH_STRATEGIES,
         for strategy in kernel_strategies:
             if progress:
                 progress(f"bench: {path.name} {strategy}")
-            timeline, barriers[strategy] = _timed(program, strategy, values, profile)
+            try:
+                timeline, barriers[strategy] = _timed(program, strategy, values, profile)
+            except EvalError as err:  # e.g. a negative latency expression: FILE:LINE:COL
+                err.filename = err.filename or str(path)
+                raise
             cycles[strategy] = timeline.cycles
             timelines[(path.stem, strategy)] = (program, timeline)
         for strategy in kernel_strategies:

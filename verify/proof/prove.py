@@ -42,7 +42,7 @@ import time
 
 import attrs
 
-from semantics.ir import Barrier, Op, Program, walk_stmts
+from semantics.ir import Barrier, Op, Program, op_has_range, walk_stmts
 from semantics.symbolic import conflicting_pairs
 
 from verify.proof.counts import Unsupported
@@ -77,6 +77,8 @@ def _why_not(program: Program) -> str | None:
         return "the program has barriers; the all-values proof covers barrier-free counter programs"
     if any(isinstance(s, Op) and s.syncs for s in walk_stmts(program.body)):
         return "the program has flag or token clauses; the all-values proof covers counter waits only"
+    if any(isinstance(s, Op) and op_has_range(s) for s in walk_stmts(program.body)):
+        return "the program has range accesses (a[lo..hi]); the all-values proof covers single-element accesses only"
     return None
 
 

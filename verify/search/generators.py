@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op,
-    Or, Param, Program, Var, Wait,
+    Or, Param, Program, Range, Var, Wait,
 )
 from semantics.validate import validate
 
@@ -86,6 +86,7 @@ def programs(
     max_statements: int = 5,
     max_waits: int = 2,
     named: bool | None = None,
+    ranges: bool = False,
 ) -> st.SearchStrategy[Program]:
     """Random valid kernels.
 
@@ -100,6 +101,8 @@ def programs(
     max_statements: maximal number of statements per block (top level: at least two).
     max_waits:      maximal number of wait clauses per op (synced only).
     named:          whether the program has a `kernel` name; None: either.
+    ranges:         also generate range indices `lo..hi` (one index in four): fixed,
+                    sliding, parameter-long, possibly empty (DESIGN section 5).
     """
     lo_e, hi_e = engines
     if not 1 <= lo_e <= hi_e <= len(ENGINE_NAMES):
@@ -110,7 +113,7 @@ def programs(
     if max_instances < 1 or max_depth < 0 or max_param < 0 or max_statements < 1:
         raise ValueError("max_instances, max_statements must be positive; max_depth, max_param non-negative")
     return _programs(lo_e, hi_e, max_depth, synced, lo_p, hi_p, max_param, max_instances, max_statements,
-                     max_waits, named)
+                     max_waits, named, ranges)
 
 
 def expressions(names: tuple[str, ...] = ("N", "i"), iters: tuple[str, ...] = (), max_depth: int = 4,
@@ -188,6 +191,7 @@ class _Ctx:
         self.ops = 0
         self.statements = 4 * max_statements  # statements in the whole program
         self.loops: list[str] = []  # every loop variable allocated so far (for iters)
+        self.ranges = False  # also draw range indices
 
     def op_name(self) -> str:
         name = f"op{self.ops}"
@@ -231,7 +235,7 @@ def _lower(expr) -> int:
 
 @st.composite
 def _programs(draw, lo_e, hi_e, max_depth, synced, lo_p, hi_p, max_param, max_instances, max_statements,
-              max_waits, named):
+              max_waits, named, ranges=False):
     n_engines = draw(st.integers(lo_e, hi_e))
     engines = ENGINE_NAMES[:n_engines]
     n_params = draw(st.integers(lo_p, hi_p))
@@ -245,6 +249,7 @@ def _programs(draw, lo_e, hi_e, max_depth, synced, lo_p, hi_p, max_param, max_in
         name = "gen"
     ctx = _Ctx(engines, [p.name for p in params], max_param, max_instances, max_depth, max_statements, synced,
                max_waits)
+    ctx.ranges = ranges
     ubs = {p: max_param for p in ctx.params}
     body = _block(draw, ctx, depth=0, mult=1, scope=[], ubs=ubs, min_size=min(2, max_statements))
     program = Program(engines=engines, params=params, body=body, name=name)
@@ -343,9 +348,29 @@ def _index(draw, ctx: _Ctx, scope: list[str]):
     return draw(st.sampled_from(choices))
 
 
+def _range(draw, ctx: _Ctx, scope: list[str]) -> Range:
+    """A range index: a fixed window, one sliding with the innermost loop, a prefix of a
+    parameter's or loop variable's length, or an empty one."""
+    names = _names(ctx, scope)
+    choices: list[Any] = [Range(Const(0), Const(2)), Range(Const(1), Const(3)), Range(Const(1), Const(1))]
+    if scope:
+        v = Var(scope[-1])
+        choices += [Range(v, BinOp("+", v, Const(2))), Range(Const(0), v), Range(Const(0), BinOp("+", v, Const(1))),
+                    Range(BinOp("*", Const(2), v), BinOp("+", BinOp("*", Const(2), v), Const(2)))]
+    for n in names:
+        choices += [Range(Const(0), Var(n)), Range(Var(n), BinOp("+", Var(n), Const(1)))]
+    return draw(st.sampled_from(choices))
+
+
 def _access(draw, ctx: _Ctx, scope: list[str]) -> Access:
     buffer = draw(st.sampled_from(list(BUFFERS)))
-    return Access(buffer, tuple(_index(draw, ctx, scope) for _ in range(BUFFERS[buffer])))
+    indices = []
+    for _ in range(BUFFERS[buffer]):
+        if ctx.ranges and draw(st.sampled_from([False, False, False, True])):
+            indices.append(_range(draw, ctx, scope))
+        else:
+            indices.append(_index(draw, ctx, scope))
+    return Access(buffer, tuple(indices))
 
 
 def _cond(draw, ctx: _Ctx, scope: list[str], nest: int):

@@ -7,7 +7,9 @@ therefore one of the machine's traces (tests replay it).
 
 Timing rules, with the costs of a `Profile`:
 - every engine runs its stream in order; an instance keeps its engine busy for
-  `max(lat, min_instruction_cycles)`, then completes (the `complete` label);
+  `max(lat, min_instruction_cycles)`, then completes (the `complete` label); a latency
+  expression (`lat 64 + 2 * min(C, 512)`) is evaluated per instance, in its loop
+  environment; a negative value is a kernel error at the expression;
 - before issuing, the engine evaluates the instance's waits: `wait_cycles` per wait
   plus `wait_op_cycles` per arithmetic operation of its threshold expression (so a
   complex threshold is not free); if the machine then enables the issue, it issues;
@@ -38,7 +40,8 @@ from pathlib import Path
 
 import attrs
 
-from semantics.errors import SyncproofError
+from semantics.errors import EvalError, SyncproofError
+from semantics.evaluate import eval_expr
 from semantics.ir import BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Op, Program, Var, walk_expr, walk_stmts
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled
@@ -122,6 +125,25 @@ def arithmetic_ops(node) -> int:
             return 1 + sum(arithmetic_ops(getattr(node, f)) for f in ("left", "right", "operand") if hasattr(node, f))
 
 
+def instance_latency(unrolled: Unrolled, inst) -> int:
+    """The latency of one instance: the literal, or the expression evaluated with the
+    parameter values and the instance's loop variables (an EvalError when negative)."""
+    lat = inst.op.lat
+    if isinstance(lat, int):
+        return lat
+    env = dict(unrolled.valuation)
+    env.update(inst.env)
+    where = ", ".join(f"{k}={v}" for k, v in list(unrolled.valuation) + list(inst.env)) or "no parameters"
+    try:
+        value = eval_expr(lat, env)
+    except EvalError as err:
+        raise EvalError(f"{err.message} at {where}", err.loc) from None
+    if value < 0:
+        raise EvalError(f"the latency of op '{inst.op.name}' evaluates to {value} at {where}; "
+                        "a latency is non-negative", lat.loc or inst.op.loc)
+    return value
+
+
 def tracked_loops(program: Program) -> frozenset:
     """Loop variables whose iteration count some threshold reads (`iters(v)`)."""
     return frozenset(node.var for stmt in walk_stmts(program.body) if isinstance(stmt, Op)
@@ -164,6 +186,7 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
     minimum = profile.min_instruction_cycles
     # Per instance: cost of evaluating its waits, and of tracking loop counts since the
     # engine's previous instance.
+    latency = [instance_latency(unrolled, inst) for inst in instances]
     evaluate = [0.0] * len(instances)
     tracking = [0.0] * len(instances)
     signal = [0.0] * len(instances)  # after completion: setflag and push costs
@@ -235,7 +258,7 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
                         continue
                     state = machine.step(state, Label(ISSUE, y))
                     trace.append(Label(ISSUE, y))
-                    end = start + max(instances[y].op.lat, minimum)
+                    end = start + max(latency[y], minimum)
                     busy[e] += end - start
                     slices.append(Slice(e, "op", start, end, instances[y].describe()))
                     if signal[y]:  # the set / push instructions run before the completion is seen
