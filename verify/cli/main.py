@@ -26,6 +26,7 @@ from verify.cli import search as cli_search
 from verify.cli import timing as cli_timing
 from verify.engines.explicit import InternalError, check
 from verify.cli.report import result_json, result_text
+from verify.progress import Progress
 from verify.verdicts import PROPERTIES, CheckOptions, Verdict
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
@@ -141,8 +142,7 @@ def _cmd_verify(args) -> int:
     sync_result = strategy(program)
     synced = sync_result.program
 
-    def progress(line):
-        print(line, file=sys.stderr, flush=True)
+    progress = Progress("verify")
 
     results = {}
     try:

@@ -176,7 +176,7 @@ def _search_events(pp: zm.PotentialProgram, search: _Search, progress) -> bool:
         return _replay(pp, model, values, labels, kind)
 
     if progress:
-        progress("verify[z3]: event-time query over every reachable state")
+        progress("z3: event-time query over every reachable state")
     return search.ask(findings, decode, "in the event-time query")
 
 
@@ -193,7 +193,7 @@ def _search_steps(pp: zm.PotentialProgram, search: _Search, depth_limit: int, pr
             path.ctrs.append(ctr)
             path.who.append(who)
         if progress:
-            progress(f"verify[z3]: depth {depth}/{depth_limit}")
+            progress(f"z3: depth {depth}/{depth_limit}")
 
         def decode(model, kind, steps=depth):
             return _replay(pp, model, _valuation(pp, model), _step_labels(pp, model, path, steps), kind,
@@ -254,7 +254,7 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
 
     def progress(line):
         if options.progress:
-            options.progress(f"{line}, {time.monotonic() - start:.1f}s")
+            options.progress(line)
 
     needed = 2 * largest
     depth_limit = needed
