@@ -11,6 +11,7 @@ from pathlib import Path
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Program, walk_stmts
 from semantics.sequential import UnrollLimit, unroll
+from verify.progress import Progress
 from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, simulate
 
 SUITE = Path(__file__).resolve().parent.parent / "kernels" / "suite"
@@ -146,18 +147,19 @@ def bench_rows(paths: list[Path], profile: Profile, strategies=BENCH_STRATEGIES,
     """Per kernel and strategy: cycles, and ratios to barrier and oracle; plus timelines."""
     rows, timelines = [], {}
     for path in paths:
+        name = kernel_name(path, paths)
         program = _load(str(path))
         values = valuation(program, [])
         cycles, barriers = {}, {}
         kernel_strategies = _strategies(path, program, strategies)
         for strategy in kernel_strategies:
             if progress:
-                progress(f"bench: {path.name} {strategy}")
+                progress(f"{path.name} {strategy}")
             timeline, barriers[strategy] = _timed(program, strategy, values, profile)
             cycles[strategy] = timeline.cycles
-            timelines[(path.stem, strategy)] = (program, timeline)
+            timelines[(name, strategy)] = (program, timeline)
         for strategy in kernel_strategies:
-            row = {"kernel": path.stem, "strategy": strategy, "cycles": cycles[strategy],
+            row = {"kernel": name, "strategy": strategy, "cycles": cycles[strategy],
                    "vs_barrier": cycles["barrier"] / cycles[strategy] if cycles[strategy] else None,
                    "vs_oracle": cycles[strategy] / cycles["oracle"] if cycles["oracle"] else None}
             if "snax-barrier" in cycles:
@@ -165,6 +167,12 @@ def bench_rows(paths: list[Path], profile: Profile, strategies=BENCH_STRATEGIES,
                 row["barriers"] = barriers[strategy]
             rows.append(row)
     return rows, timelines
+
+
+def kernel_name(path: Path, paths: list[Path]) -> str:
+    """The kernel's name in the table: its file's stem, or its file name when two
+    kernels share a stem (tiled_add.sync and tiled_add.mlir)."""
+    return path.stem if sum(p.stem == path.stem for p in paths) == 1 else path.name
 
 
 def _timed(program: Program, strategy: str, values: dict, profile: Profile) -> tuple[Timeline, int]:
@@ -183,26 +191,57 @@ def cmd_bench(args) -> int:
     start = time.monotonic()
     profile = load_profile(args.profile)
     if args.kernels:
-        paths = [Path(k) for k in args.kernels]
+        paths = list(dict.fromkeys(Path(k) for k in args.kernels))
     else:
         paths = sorted(SUITE.glob("*.sync"))
         if not paths:
             raise UsageError(f"no kernels given and no suite at {SUITE}")
-    rows, timelines = bench_rows(paths, profile, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    if args.out:
-        from verify.timing.plots import bar_chart, timeline_png
-
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        bar_chart(rows, out / "bench.png", profile.name)
-        for path in paths:
-            timeline_png([(s, *timelines[(path.stem, s)]) for s in ("barrier", "threshold")], profile,
-                         out / f"{path.stem}_timeline.png", path.stem)
+    out = _out_dir(args.out)
+    rows, timelines = bench_rows(paths, profile, progress=Progress("bench"))
     if args.json:
         print(json.dumps(rows, indent=2))
-        return 0
+    else:
+        _print_tables(rows, profile.name)
+        print(f"({len(paths)} kernels in {time.monotonic() - start:.1f} s)")
+    if out is not None:
+        pictures = _write_pictures(out, rows, timelines, paths, profile)
+        print(f"pictures: {', '.join(str(p) for p in pictures)}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _out_dir(text: str | None) -> Path | None:
+    """The --out folder, created now, so that a bad one fails before the bench runs."""
+    if text is None:
+        return None
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {text}: not a folder (a file of that name exists)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--out {text}: cannot create the folder: {err.strerror}") from None
+    return out
+
+
+def _write_pictures(out: Path, rows, timelines, paths: list[Path], profile: Profile) -> list[Path]:
+    from verify.timing.plots import bar_chart, timeline_png
+
+    written = [out / "bench.png"]
+    try:
+        bar_chart(rows, written[0], profile.name)
+        for path in paths:
+            name = kernel_name(path, paths)
+            target = out / f"{name}_timeline.png"
+            timeline_png([(s, *timelines[(name, s)]) for s in ("barrier", "threshold")], profile, target, name)
+            written.append(target)
+    except OSError as err:
+        raise UsageError(f"cannot write the pictures to {out}: {err.strerror}") from None
+    return written
+
+
+def _print_tables(rows, profile_name: str) -> None:
     others = [s for s in BENCH_STRATEGIES if s not in ("oracle", "threshold", "barrier")]
-    print(f"profile {profile.name}; cycles at the kernels' default parameters; speed-up = barrier cycles / "
+    print(f"profile {profile_name}; cycles at the kernels' default parameters; speed-up = barrier cycles / "
           f"threshold cycles; vs oracle = threshold cycles / oracle cycles; peers: cycles (their ratio to oracle)")
     if any("vs_snax_barrier" not in r for r in rows):
         print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}"
@@ -214,8 +253,6 @@ def cmd_bench(args) -> int:
         print(f"{kernel:<28} {by['oracle']['cycles']:>10.0f} {t['cycles']:>10.0f} {by['barrier']['cycles']:>10.0f} "
               f"{t['vs_barrier']:>8.2f}x {t['vs_oracle']:>9.3f}{peers}")
     _print_snax_table(rows)
-    print(f"({len(paths)} kernels in {time.monotonic() - start:.1f} s)")
-    return 0
 
 
 def _print_snax_table(rows) -> None:
