@@ -18,9 +18,10 @@ would not; if every wait is exact, it never blocks what the reference would issu
 program is bisimilar for all parameter values. The soundness property needs the
 first half and deadlock freedom, from `live`: every wait asks only for instances of
 its engine that precede the consumer in program order (then the pending instance that
-comes first in program order can always issue). Loop bounds must also be non-negative
+comes first in program order can always issue). Divisors must also be non-zero
 wherever they are evaluated (the `defined` obligation): otherwise the program is in
-error there.
+error there. Loop bounds need no obligation: any integer bounds are defined, and
+hi <= lo runs zero times (docs/language-notes.md).
 
 Each obligation is a Z3 query for a violation (unsat proves it). Existential parts
 (the producer that comes last, a chain's instances, the exact wait's producer) are
@@ -47,7 +48,7 @@ from semantics.symbolic import conflicting_pairs
 
 from verify.proof.counts import Unsupported
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
-    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, divisors, loop_sites,
+    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, divisors, loop_sites,
 )
 
 
@@ -97,7 +98,7 @@ def _prove(program: Program, options: ProofOptions) -> Proof:
         return Proof(UNKNOWN, options.property, reason=why, seconds=time.monotonic() - began)
     try:
         prover = Prover(program, options)
-        obligations = [prover.defined(loop) for loop in loop_sites(program)]
+        obligations = [prover.defined(loop) for loop in loop_sites(program) if bound_divisors(loop.op)]
         obligations += [prover.defined(y) for y in prover.terms.sites.values() if divisors(y.op)]
         for y in prover.terms.sites.values():
             for engine in program.engines:
