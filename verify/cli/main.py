@@ -11,6 +11,7 @@ import argparse
 import json
 import re
 import sys
+import time
 
 import attrs
 
@@ -20,6 +21,7 @@ from semantics.ir import Program
 from semantics.printer import print_program
 
 from verify.cli import lean as cli_lean
+from verify.cli.args import positive_seconds
 from verify.cli import mlir as cli_mlir
 from verify.cli import prove as cli_prove
 from verify.cli import search as cli_search
@@ -35,9 +37,8 @@ _PLANNED_COMMANDS: dict[str, str] = {}
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse exits 2 already; keep its wording, drop nothing
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+    def error(self, message):  # one line, exit 2 (docs/cli.md); the usage is one --help away
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -65,7 +66,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--property", choices=PROPERTIES, default="bisimulation")
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
                    help="state limit per parameter valuation; reaching it gives 'unknown'")
-    p.add_argument("--timeout", type=float, default=None, help="time limit in seconds; reaching it gives 'unknown'")
+    p.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                   help="time limit of the check in seconds, from the start of the command (> 0); "
+                        "reaching it gives 'unknown' (exit 3)")
     p.add_argument("--dump-smt", metavar="DIR", default=None,
                    help="(z3) write a query that ends 'unknown' to DIR as an .smt2 file")
     cli_prove.add_arguments(p)
@@ -134,6 +137,7 @@ def _cmd_sync(args) -> int:
 
 
 def _cmd_verify(args) -> int:
+    began = time.monotonic()
     program = cli_mlir.load(args.file)
     strategy = get_strategy(args.strategy)
     bounds = parse_bounds(program, args.param, args.max_param)
@@ -144,10 +148,13 @@ def _cmd_verify(args) -> int:
 
     progress = Progress("verify")
 
+    def timeout():  # what is left of --timeout: it counts from the start of the command
+        return None if args.timeout is None else max(1e-3, args.timeout - (time.monotonic() - began))
+
     results = {}
     try:
         if args.engine in ("explicit", "both"):
-            options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
+            options = CheckOptions(property=args.property, max_states=args.max_states, timeout=timeout(),
                                    progress=progress)
             results["explicit"] = check(synced, bounds, options)
         if args.engine in ("z3", "both"):
@@ -155,7 +162,7 @@ def _cmd_verify(args) -> int:
             from verify.engines.z3_check import Z3Options
             from verify.engines.z3_check import check as z3_check
 
-            options = Z3Options(property=args.property, timeout=args.timeout, dump_smt=args.dump_smt,
+            options = Z3Options(property=args.property, timeout=timeout(), dump_smt=args.dump_smt,
                                 progress=progress)
             results["z3"] = z3_check(synced, bounds, options)
     except InternalError as err:
