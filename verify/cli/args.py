@@ -15,3 +15,27 @@ def positive_seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text}: a time limit must be a finite number of seconds > 0")
     return value
+
+
+def strategy_names(extra: tuple[str, ...] = ()) -> list[str]:
+    from algorithm.registry import STRATEGIES
+
+    return [*STRATEGIES, *extra]
+
+
+def strategy_help(extra: tuple[str, ...] = (), what: str = "synchronization strategy") -> str:
+    return f"{what}: {', '.join(strategy_names(extra))} (default threshold; manual: the file as written)"
+
+
+def check_strategy(name: str, extra: tuple[str, ...] = ()) -> None:
+    """A usage error for a strategy name that is neither registered nor in `extra`
+    (`oracle` for simulate), naming every one that is."""
+    from algorithm.registry import PLANNED, get_strategy
+
+    if name in extra or name in strategy_names():
+        return
+    if name in PLANNED:
+        get_strategy(name)  # its "not yet available" message
+    from semantics.errors import UsageError
+
+    raise UsageError(f"unknown strategy '{name}' (available: {', '.join(strategy_names(extra))})")

@@ -21,7 +21,7 @@ from semantics.ir import Program
 from semantics.printer import print_program
 
 from verify.cli import lean as cli_lean
-from verify.cli.args import positive_seconds
+from verify.cli.args import check_strategy, positive_seconds, strategy_help
 from verify.cli import mlir as cli_mlir
 from verify.cli import prove as cli_prove
 from verify.cli import search as cli_search
@@ -46,18 +46,18 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("check", help="parse, validate and print a kernel")
-    p.add_argument("file")
+    p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
 
     p = sub.add_parser("sync", help="insert synchronization and print the synchronized kernel")
-    p.add_argument("file")
-    p.add_argument("--strategy", default="threshold")
+    p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
+    p.add_argument("--strategy", default="threshold", help=strategy_help())
     p.add_argument("-o", "--output", metavar="OUT")
     p.add_argument("--emit", choices=["sync", "mlir"], default="sync",
                    help="output language; mlir: the imported .mlir FILE with its synchronization (docs/snax.md)")
 
     p = sub.add_parser("verify", help="check a synchronized kernel against the reference semantics")
-    p.add_argument("file")
-    p.add_argument("--strategy", default="threshold")
+    p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
+    p.add_argument("--strategy", default="threshold", help=strategy_help())
     p.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
                    help="inclusive bounds for one parameter (NAME=LO..HI or NAME=VALUE)")
     p.add_argument("--max-param", type=int, metavar="K",
@@ -119,6 +119,7 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_sync(args) -> int:
+    check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
     result = get_strategy(args.strategy)(program)
     text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
@@ -138,6 +139,7 @@ def _cmd_sync(args) -> int:
 
 def _cmd_verify(args) -> int:
     began = time.monotonic()
+    check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
     strategy = get_strategy(args.strategy)
     bounds = parse_bounds(program, args.param, args.max_param)
@@ -254,6 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     return outcome[0]
 
 
+def _file_of(args) -> str | None:
+    """The kernel file a command reads (FILE.mlir:N names the file)."""
+    spec = getattr(args, "file", None)
+    return cli_mlir.file_of(spec) if spec else None
+
+
 def _main(argv: list[str] | None) -> int:
     try:
         args = _build_parser().parse_args(argv)
@@ -279,8 +287,8 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "import-mlir":
             return cli_mlir.cmd_import(args)
         raise UsageError(f"'{args.command}' is not yet available (planned in {_PLANNED_COMMANDS[args.command]})")
-    except KernelError as err:
-        print(err.render(), file=sys.stderr)
+    except KernelError as err:  # errors found after parsing (run time, strategies) name the file too
+        print(err.render(err.filename or _file_of(args)), file=sys.stderr)
         return EXIT_USAGE
     except SyncproofError as err:
         print(f"syncproof: error: {err}", file=sys.stderr)

@@ -11,6 +11,7 @@ from pathlib import Path
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Program, walk_stmts
 from semantics.sequential import UnrollLimit, unroll
+from verify.cli.args import check_strategy, strategy_help
 from verify.progress import Progress
 from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, simulate
 
@@ -24,7 +25,8 @@ _VALUE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*$")
 def add_parsers(sub) -> None:
     p = sub.add_parser("simulate", help="time a kernel under a strategy (or the oracle lower bound)")
     p.add_argument("file")
-    p.add_argument("--strategy", default="threshold", help="threshold, barrier, manual or oracle")
+    p.add_argument("--strategy", default="threshold",
+                   help=strategy_help(("oracle",)) + "; oracle: the reference timed with free synchronization")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a parameter value (default: the kernel's `param N = default`)")
     p.add_argument("--profile", default="trainium", help="trainium (default), snax, or a path to a .toml profile")
@@ -67,14 +69,21 @@ def _unroll(program: Program, values: dict):
                          f"{', '.join(f'{k}={v}' for k, v in values.items())}: give smaller --param values") from None
 
 
-def run(program: Program, strategy: str, values: dict, profile: Profile) -> Timeline:
+def run(program: Program, strategy: str, values: dict, profile: Profile, progress=None) -> Timeline:
     """Sync with `strategy` (or take the oracle) and simulate at `values`."""
     from algorithm.registry import get_strategy
 
-    if strategy == "oracle":
-        return simulate(_unroll(program, values), profile, oracle=True)
-    synced = get_strategy(strategy)(program).program
-    return simulate(_unroll(synced, values), profile)
+    def say(text):
+        if progress:
+            progress(text)
+
+    if strategy != "oracle":
+        say(f"synchronizing with strategy {strategy}")
+        program = get_strategy(strategy)(program).program
+    say("unrolling at " + (", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"))
+    unrolled = _unroll(program, values)
+    say(f"simulating {len(unrolled.instances):,} instances")
+    return simulate(unrolled, profile, oracle=strategy == "oracle")
 
 
 def trace_events(program: Program, timeline: Timeline, profile: Profile, strategy: str) -> dict:
@@ -110,11 +119,12 @@ def _strategies(path: Path, program: Program, strategies) -> tuple:
 
 
 def cmd_simulate(args) -> int:
+    check_strategy(args.strategy, ("oracle",))
     program = _load(args.file)
     profile = load_profile(args.profile)
     values = valuation(program, args.param)
     try:
-        timeline = run(program, args.strategy, values, profile)
+        timeline = run(program, args.strategy, values, profile, Progress("simulate"))
     except Failure as err:
         print(f"syncproof: simulate: {err}", file=sys.stderr)
         return 1
