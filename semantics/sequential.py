@@ -118,10 +118,8 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                         start, stop = eval_expr(lo, env), eval_expr(hi, env)
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
-                    for bound, value in ((lo, start), (hi, stop)):
-                        if value < 0:
-                            raise EvalError(f"loop bound of '{var}' evaluates to {value} at {where()}; "
-                                            "loop bounds must be non-negative", bound.loc or stmt.loc)
+                    # Python's range: any integer bounds; hi <= lo runs zero times
+                    # (docs/language-notes.md, "Loop bounds")
                     for value in range(start, stop):
                         if limit is not None and value - start > limit:
                             raise UnrollLimit(f"loop '{var}' runs more than {limit} iterations")

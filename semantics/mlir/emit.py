@@ -5,12 +5,21 @@ The case's MLIR is re-parsed and edited in place:
   `barrier` of the synchronized program, right before the MLIR op of the statement
   that follows it (or at the end of its block, before the terminator);
 - every wait becomes, right before its op,
-  `"syncproof.wait"() {core = "COMPUTE", counter = "DM", threshold = "i + 1"}`:
+  `"syncproof.wait"(%iv) {core = "COMPUTE", counter = "DM", threshold = "iv // 16 + 1", names = "iv"}`:
   the core `core` may start the op once the completion counter of `counter` is at
-  least `threshold` (a kernel-language expression over the loop variables and
-  parameters that `syncproof import-mlir` prints, and `iters(v)`, the started
-  iterations of loop `v`); an op split on an `arith.select` gets one wait per
-  counter, with an `if ... then ... else ...` threshold;
+  least `threshold`, a kernel-language expression over
+  - the op's operands, named in order by `names`: the induction variables of the
+    enclosing `scf.for`s (their real values: `%iv` steps 0, 16, 32, ... above), and
+    a loop's lower bound, upper bound or step (`iv_lo`, `iv_hi`, `iv_step`) when it is
+    not a constant;
+  - the parameters that `syncproof import-mlir` prints (values the import could not
+    compute, named after them), and `iters(v)`, the iterations of loop `v` started so
+    far over every run of that loop, where loop `v` is the `scf.for` that carries the
+    attribute `syncproof.loop = "v"` (every loop gets one);
+  an op split on an `arith.select` gets one wait per counter, with an
+  `if ... then ... else ...` threshold. (The kernel program counts trips 0, 1, 2, ...
+  of a loop with a step; the emitted threshold substitutes `(iv - lo) // step` for the
+  trip index, so it is exact over `%iv`; issue 15 item 4.)
 - after each op whose core's counter some wait reads,
   `"syncproof.signal"() {core = "DM"}`: that core increments its counter in shared
   memory (TCDM atomic add) once the op has completed.
@@ -20,18 +29,105 @@ from __future__ import annotations
 
 import io
 
-from semantics.ir import Barrier, Const, For, If, IfExpr, Max, Op, Program
+import attrs
+
+from semantics.ir import BinOp, Barrier, Const, For, If, IfExpr, Max, Op, Program, Var
 from semantics.printer import print_expr
+from semantics.simplify import simplify
 from semantics.mlir.importer import Imported, anchor
 from semantics.mlir.parse import op_name, parse_chunk
 
 BARRIER, WAIT, SIGNAL = "snax.cluster_sync_op", "syncproof.wait", "syncproof.signal"
 
 
-def _make(name: str, **attributes):
+def _make(name: str, operands=(), **attributes):
     from xdsl.dialects.builtin import StringAttr, UnregisteredOp
 
-    return UnregisteredOp.with_name(name).create(attributes={k: StringAttr(v) for k, v in attributes.items()})
+    attributes = {k: v for k, v in attributes.items() if k != "names" or v}
+    return UnregisteredOp.with_name(name).create(operands=list(operands),
+                                                 attributes={k: StringAttr(v) for k, v in attributes.items()})
+
+
+def _string(text: str):
+    from xdsl.dialects.builtin import StringAttr
+
+    return StringAttr(text)
+
+
+@attrs.frozen
+class _Loop:
+    """An scf.for seen from the kernel: its trip index `var` is `(iv - lo) // step`;
+    `lo`, `hi`, `step` are constants (Const) or SSA values."""
+
+    iv: object
+    lo: object
+    hi: object
+    step: object
+
+
+def _constant(value):
+    """Const of an `arith.constant` integer, else the SSA value itself."""
+    from semantics.mlir.parse import prop
+
+    owner = getattr(value, "owner", None)
+    if owner is not None and op_name(owner) == "arith.constant":
+        data = getattr(getattr(prop(owner, "value"), "value", None), "data", None)
+        if isinstance(data, int):
+            return Const(data)
+    return value
+
+
+def _induction(var: str, loop) -> _Loop:
+    lo, hi, step = (_constant(v) for v in loop.operands[:3])
+    return _Loop(loop.regions[0].blocks[0].args[0], lo, hi, step)
+
+
+def _over_induction_variables(threshold, scope: dict):
+    """The threshold with each loop's trip index replaced by `(iv - lo) // step` (just
+    `iv` for a step-1 loop, whose kernel variable is the induction variable itself),
+    `trips_v` by `(hi - lo + step - 1) // step`, and the SSA values it needs as
+    operands: [(name, value)]."""
+    operands: dict = {}
+
+    def term(name, part):
+        if isinstance(part, Const):
+            return part
+        operands.setdefault(name, part)
+        return Var(name)
+
+    def trip_index(var):
+        loop = scope[var]
+        iv = term(var, loop.iv)
+        if loop.step == Const(1):
+            return iv
+        lo, step = term(f"{var}_lo", loop.lo), term(f"{var}_step", loop.step)
+        return BinOp("//", BinOp("-", iv, lo), step)
+
+    def trips(var):
+        loop = scope[var]
+        lo, hi, step = term(f"{var}_lo", loop.lo), term(f"{var}_hi", loop.hi), term(f"{var}_step", loop.step)
+        return BinOp("//", BinOp("-", BinOp("+", BinOp("-", hi, lo), step), Const(1)), step)
+
+    def rewrite(node):
+        if isinstance(node, Var):
+            if node.name in scope:
+                return trip_index(node.name)
+            if node.name.startswith("trips_") and node.name[len("trips_"):] in scope:
+                return trips(node.name[len("trips_"):])
+            return node
+        if not attrs.has(type(node)):
+            return node
+        changes = {}
+        for field in attrs.fields(type(node)):
+            value = getattr(node, field.name)
+            if attrs.has(type(value)) and field.name != "loc":
+                new = rewrite(value)
+                if new is not value:
+                    changes[field.name] = new
+        return attrs.evolve(node, **changes) if changes else node
+
+    expr = simplify(rewrite(threshold))
+    return expr, list(operands.items())
 
 
 def _waits(stmt) -> dict:
@@ -81,7 +177,7 @@ def emit(imported: Imported, synced: Program) -> str:
         else:
             block.add_op(op)
 
-    def place(body, block):
+    def place(body, block, scope):
         for n, stmt in enumerate(body):
             match stmt:
                 case Barrier():
@@ -92,13 +188,15 @@ def emit(imported: Imported, synced: Program) -> str:
                         end_of(block, _make(BARRIER))
                     continue
                 case For():
-                    place(stmt.body, ops[anchor(stmt)].regions[0].blocks[0])
+                    loop = ops[anchor(stmt)]
+                    loop.attributes["syncproof.loop"] = _string(stmt.var)
+                    place(stmt.body, loop.regions[0].blocks[0], {**scope, stmt.var: _induction(stmt.var, loop)})
                     continue
                 case If() if anchor(stmt) in ops and op_name(ops[anchor(stmt)]) == "scf.if":
                     region_op = ops[anchor(stmt)]
-                    place(stmt.then, region_op.regions[0].blocks[0])
+                    place(stmt.then, region_op.regions[0].blocks[0], scope)
                     if stmt.else_:
-                        place(stmt.else_, region_op.regions[1].blocks[0])
+                        place(stmt.else_, region_op.regions[1].blocks[0], scope)
                     continue
                 case _:
                     pass
@@ -107,14 +205,16 @@ def emit(imported: Imported, synced: Program) -> str:
                 continue
             target = ops[key]
             for (core, counter), threshold in sorted(_waits(stmt).items()):
-                target.parent_block().insert_op_before(
-                    _make(WAIT, core=core, counter=counter, threshold=print_expr(threshold)), target)
+                expr, operands = _over_induction_variables(threshold, scope)
+                wait = _make(WAIT, operands=[value for _, value in operands], core=core, counter=counter,
+                             threshold=print_expr(expr), names=" ".join(name for name, _ in operands))
+                target.parent_block().insert_op_before(wait, target)
             for core in _cores(stmt):
                 if core in waited and (target, core) not in signalled:
                     signalled.add((target, core))
                     target.parent_block().insert_op_after(_make(SIGNAL, core=core), _last_signal(target))
 
-    place(synced.body, _top_block(module, [ops[a] for a in map(anchor, synced.body) if a in ops]))
+    place(synced.body, _top_block(module, [ops[a] for a in map(anchor, synced.body) if a in ops]), {})
     out = io.StringIO()
     Printer(stream=out, print_generic_format=True).print_op(module)
     return out.getvalue() + "\n"

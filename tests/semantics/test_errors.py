@@ -217,8 +217,8 @@ def test_runtime_error_with_json_output_exits_2_without_traceback():
 
 
 def test_runtime_error_outside_the_bounds_is_not_reported():
-    """A loop bound that is negative only for N < 2 is fine when N >= 2."""
-    run = _cli("verify", "--strategy", "manual", "--param", "N=2..3", "tests/data/errors/runtime_negative_loop_bound.sync")
+    """A divisor that is zero only at N = 1 is fine when N >= 2."""
+    run = _cli("verify", "--strategy", "manual", "--param", "N=2..3", "tests/data/errors/runtime_division_by_zero.sync")
     assert run.status == 0, run
 
 

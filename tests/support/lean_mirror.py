@@ -158,8 +158,6 @@ def unroll(p: Program, v: list[tuple[str, int]]):
                     if a is None or b is None:
                         st["ok"] = False
                         continue
-                    if a < 0 or b < 0:
-                        st["ok"] = False
                     for k in range(max(b - a, 0)):
                         val = a + k
                         st["env"] = [(x, val)] + st["env"]

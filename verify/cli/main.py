@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 import attrs
 
@@ -18,6 +19,7 @@ from semantics.errors import KernelError, SyncproofError, UsageError
 from semantics.printer import print_program
 
 from verify.cli import lean as cli_lean
+from verify.cli.args import check_strategy, positive_seconds, strategy_help
 from verify.cli import mlir as cli_mlir
 from verify.cli import prove as cli_prove
 from verify.cli import search as cli_search
@@ -25,14 +27,14 @@ from verify.cli import timing as cli_timing
 from verify.engines.explicit import InternalError, check
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds
 from verify.cli.report import result_json, result_text
+from verify.progress import Progress
 from verify.verdicts import PROPERTIES, CheckOptions, EngineName, Property, Verdict
 
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse exits 2 already; keep its wording, drop nothing
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+    def error(self, message):  # one line, exit 2 (docs/cli.md); the usage is one --help away
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -40,18 +42,18 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("check", help="parse, validate and print a kernel")
-    p.add_argument("file")
+    p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
 
     p = sub.add_parser("sync", help="insert synchronization and print the synchronized kernel")
-    p.add_argument("file")
-    p.add_argument("--strategy", default="threshold")
+    p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
+    p.add_argument("--strategy", default="threshold", help=strategy_help())
     p.add_argument("-o", "--output", metavar="OUT")
     p.add_argument("--emit", choices=["sync", "mlir"], default="sync",
                    help="output language; mlir: the imported .mlir FILE with its synchronization (docs/snax.md)")
 
     p = sub.add_parser("verify", help="check a synchronized kernel against the reference semantics")
-    p.add_argument("file")
-    p.add_argument("--strategy", default="threshold")
+    p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
+    p.add_argument("--strategy", default="threshold", help=strategy_help())
     p.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
                    help="inclusive bounds for one parameter (NAME=LO..HI or NAME=VALUE)")
     p.add_argument("--max-param", type=int, metavar="K",
@@ -60,7 +62,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--property", choices=PROPERTIES, default=Property.BISIMULATION.value)
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
                    help="state limit per parameter valuation; reaching it gives 'unknown'")
-    p.add_argument("--timeout", type=float, default=None, help="time limit in seconds; reaching it gives 'unknown'")
+    p.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                   help="time limit of the check in seconds, from the start of the command (> 0); "
+                        "reaching it gives 'unknown' (exit 3)")
     p.add_argument("--dump-smt", metavar="DIR", default=None,
                    help="(z3) write a query that ends 'unknown' to DIR as an .smt2 file")
     cli_prove.add_arguments(p)
@@ -81,6 +85,7 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_sync(args) -> int:
+    check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
     result = get_strategy(args.strategy)(program)
     text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
@@ -99,6 +104,8 @@ def _cmd_sync(args) -> int:
 
 
 def _cmd_verify(args) -> int:
+    began = time.monotonic()
+    check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
     strategy = get_strategy(args.strategy)
     bounds = parse_bounds(program, args.param, args.max_param)
@@ -107,13 +114,15 @@ def _cmd_verify(args) -> int:
     sync_result = strategy(program)
     synced = sync_result.program
 
-    def progress(line):
-        print(line, file=sys.stderr, flush=True)
+    progress = Progress("verify")
+
+    def timeout():  # what is left of --timeout: it counts from the start of the command
+        return None if args.timeout is None else max(1e-3, args.timeout - (time.monotonic() - began))
 
     results = {}
     try:
         if args.engine in (EngineName.EXPLICIT, EngineName.BOTH):
-            options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
+            options = CheckOptions(property=args.property, max_states=args.max_states, timeout=timeout(),
                                    progress=progress)
             results["explicit"] = check(synced, bounds, options)
         if args.engine in (EngineName.Z3, EngineName.BOTH):
@@ -122,7 +131,7 @@ def _cmd_verify(args) -> int:
             from verify.engines.z3_check import Z3Options
             from verify.engines.z3_check import check as z3_check
 
-            options = Z3Options(property=args.property, timeout=args.timeout, dump_smt=args.dump_smt,
+            options = Z3Options(property=args.property, timeout=timeout(), dump_smt=args.dump_smt,
                                 progress=progress)
             results["z3"] = z3_check(synced, bounds, options)
     except InternalError as err:
@@ -223,6 +232,12 @@ _COMMANDS = {
 }
 
 
+def _file_of(args) -> str | None:
+    """The kernel file a command reads (FILE.mlir:N names the file)."""
+    spec = getattr(args, "file", None)
+    return cli_mlir.file_of(spec) if spec else None
+
+
 def _main(argv: list[str] | None) -> int:
     try:
         args = _build_parser().parse_args(argv)
@@ -233,8 +248,8 @@ def _main(argv: list[str] | None) -> int:
     except InternalError as err:
         print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
         return EXIT_UNKNOWN
-    except KernelError as err:
-        print(err.render(), file=sys.stderr)
+    except KernelError as err:  # errors found after parsing (run time, strategies) name the file too
+        print(err.render(err.filename or _file_of(args)), file=sys.stderr)
         return EXIT_USAGE
     except SyncproofError as err:
         print(f"syncproof: error: {err}", file=sys.stderr)

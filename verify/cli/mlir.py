@@ -48,6 +48,12 @@ def _pick(cases, n: int, path: str):
     return cases[n - 1]
 
 
+def file_of(spec: str) -> str:
+    """The path of FILE.mlir:N (any other spec is a path)."""
+    match = _SPEC.match(spec)
+    return match.group("path") if match else spec
+
+
 def load(spec: str) -> Program:
     """A kernel from a .sync file, or imported from an .mlir file (FILE.mlir[:N])."""
     return load_imported(spec).program if is_mlir(spec) else parse_file(spec)
@@ -56,6 +62,9 @@ def load(spec: str) -> Program:
 def cmd_import(args) -> int:
     from semantics.mlir.importer import import_file
 
+    if not args.file.endswith(".mlir"):
+        raise UsageError(f"import-mlir reads an .mlir file; {args.file} is not one "
+                         "(a .sync kernel needs no import: give it to check, sync or verify)")
     cases = import_file(args.file)
     if args.case is not None:
         cases = [_pick(cases, args.case, args.file)]

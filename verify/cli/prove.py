@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from semantics.ir import Program
 
+from verify.cli.args import positive_seconds
 from verify.proof.prove import ProofOptions, prove
 from verify.verdicts import CheckResult, ProofStatus
 
@@ -13,8 +14,10 @@ def add_arguments(p) -> None:
     p.add_argument("--scope", choices=["auto", "bounded"], default="auto",
                    help="auto (default): after a bounded success, also try to prove the property for every "
                         "parameter value (JSON scope 'all' when proved); bounded: skip that proof")
-    p.add_argument("--proof-timeout", type=float, default=ProofOptions().timeout, metavar="SECONDS",
-                   help="time limit of the all-values proof (default %(default)s)")
+    p.add_argument("--proof-timeout", type=positive_seconds, default=ProofOptions().timeout, metavar="SECONDS",
+                   help="time limit of the all-values proof, > 0 (default %(default)s)")
+    p.add_argument("--verbose", action="store_true",
+                   help="print one line per proof obligation on stderr (default: a progress line now and then)")
 
 
 def all_values(args, program: Program, result: CheckResult, progress, bounds=()):
@@ -32,8 +35,19 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
             ["all parameter values: the kernel has no parameters, so the check above covered its only run."]
     # Lower bounds given with --param restrict the proof too (K=1..3: every K >= 1).
     lower = tuple((name, lo) for name, lo, _ in bounds)
+    progress.always(f"all-values proof of {args.property} for every parameter value "
+                    f"(budget {args.proof_timeout:g} s: --proof-timeout; --scope bounded skips it)")
+    answered = [0]
+
+    def on_query(line: str) -> None:  # one line per answered query (`--verbose`), else a count
+        answered[0] += 1
+        if args.verbose:
+            progress.always(line)
+        else:
+            progress(f"all-values proof: {answered[0]} queries answered")
+
     options = ProofOptions(property=args.property, timeout=args.proof_timeout, dump_smt=args.dump_smt,
-                           progress=progress, lower=lower)
+                           progress=on_query, lower=lower)
     proof = prove(program, options)
     data = proof.to_json()
     proved = sum(1 for o in proof.obligations if o.status == ProofStatus.PROVED)

@@ -8,9 +8,10 @@ import sys
 from collections import Counter
 
 from semantics.errors import UsageError
-from semantics.parser import parse_file
 from semantics.printer import print_program
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, parse_bounds
+from verify.cli.args import check_strategy, strategy_help
+from verify.progress import Progress
 from verify.cli.report import result_json, result_text
 from verify.verdicts import PROPERTIES, CheckOptions, MutantStatus, Property
 
@@ -18,7 +19,7 @@ from verify.verdicts import PROPERTIES, CheckOptions, MutantStatus, Property
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("search", help="generate kernels, sync them with a strategy, verify, shrink failures")
-    p.add_argument("--strategy", default="threshold")
+    p.add_argument("--strategy", default="threshold", help=strategy_help())
     p.add_argument("--examples", type=int, default=200, help="kernels to generate (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same run")
     p.add_argument("--out", metavar="DIR", help="write a reproducer (.sync and a pytest file) here on failure")
@@ -28,16 +29,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("mutate", help="mutate a kernel's synchronization and check that the verifier kills the mutants")
-    p.add_argument("file")
-    p.add_argument("--strategy", default="threshold")
+    p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
+    p.add_argument("--strategy", default="threshold", help=strategy_help())
     p.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI")
     p.add_argument("--max-param", type=int, metavar="K")
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states)
     p.add_argument("--json", action="store_true")
-
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def cmd_search(args) -> int:
@@ -47,8 +44,9 @@ def cmd_search(args) -> int:
         raise UsageError("--examples must be positive")
     if args.max_param < 0:
         raise UsageError("--max-param must be non-negative")
+    check_strategy(args.strategy)
     options = SearchOptions(strategy=args.strategy, examples=args.examples, seed=args.seed,
-                            property=args.property, max_param=args.max_param, progress=_progress)
+                            property=args.property, max_param=args.max_param, progress=Progress("search"))
     outcome = search(options)
     finding = outcome.finding
     summary = {
@@ -107,7 +105,10 @@ def cmd_mutate(args) -> int:
     from verify.engines.explicit import check
     from verify.search.mutate import OPERATORS, kill_rate, run_mutants
 
-    program = parse_file(args.file)
+    from verify.cli.mlir import load
+
+    check_strategy(args.strategy)
+    program = load(args.file)
     bounds = parse_bounds(program, args.param, args.max_param)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
@@ -118,7 +119,7 @@ def cmd_mutate(args) -> int:
         print(f"mutate: the {args.strategy} output of {args.file} is itself {original.verdict.value} within the "
               "bounds; mutants of it say nothing", file=sys.stderr)
         return EXIT_UNKNOWN if original.holds is None else EXIT_FAIL
-    results = run_mutants(synced, bounds, options, progress=_progress)
+    results = run_mutants(synced, bounds, options, progress=Progress("mutate"))
     rate = kill_rate(results)
     if args.json:
         print(json.dumps({

@@ -11,6 +11,8 @@ from pathlib import Path
 from semantics.errors import EvalError, UsageError
 from semantics.ir import Barrier, Program, walk_stmts
 from semantics.sequential import UnrollLimit, unroll
+from verify.cli.args import check_strategy, strategy_help
+from verify.progress import Progress
 from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, simulate
 
 SUITE = Path(__file__).resolve().parent.parent / "kernels" / "suite"
@@ -23,7 +25,8 @@ _VALUE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*$")
 def add_parsers(sub) -> None:
     p = sub.add_parser("simulate", help="time a kernel under a strategy (or the oracle lower bound)")
     p.add_argument("file")
-    p.add_argument("--strategy", default="threshold", help="threshold, barrier, manual or oracle")
+    p.add_argument("--strategy", default="threshold",
+                   help=strategy_help(("oracle",)) + "; oracle: the reference timed with free synchronization")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a parameter value (default: the kernel's `param N = default`)")
     p.add_argument("--profile", default="trainium", help="trainium (default), snax, or a path to a .toml profile")
@@ -66,14 +69,21 @@ def _unroll(program: Program, values: dict):
                          f"{', '.join(f'{k}={v}' for k, v in values.items())}: give smaller --param values") from None
 
 
-def run(program: Program, strategy: str, values: dict, profile: Profile) -> Timeline:
+def run(program: Program, strategy: str, values: dict, profile: Profile, progress=None) -> Timeline:
     """Sync with `strategy` (or take the oracle) and simulate at `values`."""
     from algorithm.registry import get_strategy
 
-    if strategy == "oracle":
-        return simulate(_unroll(program, values), profile, oracle=True)
-    synced = get_strategy(strategy)(program).program
-    return simulate(_unroll(synced, values), profile)
+    def say(text):
+        if progress:
+            progress(text)
+
+    if strategy != "oracle":
+        say(f"synchronizing with strategy {strategy}")
+        program = get_strategy(strategy)(program).program
+    say("unrolling at " + (", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"))
+    unrolled = _unroll(program, values)
+    say(f"simulating {len(unrolled.instances):,} instances")
+    return simulate(unrolled, profile, oracle=strategy == "oracle")
 
 
 def trace_events(program: Program, timeline: Timeline, profile: Profile, strategy: str) -> dict:
@@ -109,11 +119,12 @@ def _strategies(path: Path, program: Program, strategies) -> tuple:
 
 
 def cmd_simulate(args) -> int:
+    check_strategy(args.strategy, ("oracle",))
     program = _load(args.file)
     profile = load_profile(args.profile)
     values = valuation(program, args.param)
     try:
-        timeline = run(program, args.strategy, values, profile)
+        timeline = run(program, args.strategy, values, profile, Progress("simulate"))
     except EvalError as err:  # e.g. a negative latency expression: FILE:LINE:COL
         err.filename = err.filename or args.file
         raise
@@ -149,22 +160,23 @@ def bench_rows(paths: list[Path], profile: Profile, strategies=BENCH_STRATEGIES,
     """Per kernel and strategy: cycles, and ratios to barrier and oracle; plus timelines."""
     rows, timelines = [], {}
     for path in paths:
+        name = kernel_name(path, paths)
         program = _load(str(path))
         values = valuation(program, [])
         cycles, barriers = {}, {}
         kernel_strategies = _strategies(path, program, strategies)
         for strategy in kernel_strategies:
             if progress:
-                progress(f"bench: {path.name} {strategy}")
+                progress(f"{path.name} {strategy}")
             try:
                 timeline, barriers[strategy] = _timed(program, strategy, values, profile)
             except EvalError as err:  # e.g. a negative latency expression: FILE:LINE:COL
                 err.filename = err.filename or str(path)
                 raise
             cycles[strategy] = timeline.cycles
-            timelines[(path.stem, strategy)] = (program, timeline)
+            timelines[(name, strategy)] = (program, timeline)
         for strategy in kernel_strategies:
-            row = {"kernel": path.stem, "strategy": strategy, "cycles": cycles[strategy],
+            row = {"kernel": name, "strategy": strategy, "cycles": cycles[strategy],
                    "vs_barrier": cycles["barrier"] / cycles[strategy] if cycles[strategy] else None,
                    "vs_oracle": cycles[strategy] / cycles["oracle"] if cycles["oracle"] else None}
             if "snax-barrier" in cycles:
@@ -172,6 +184,12 @@ def bench_rows(paths: list[Path], profile: Profile, strategies=BENCH_STRATEGIES,
                 row["barriers"] = barriers[strategy]
             rows.append(row)
     return rows, timelines
+
+
+def kernel_name(path: Path, paths: list[Path]) -> str:
+    """The kernel's name in the table: its file's stem, or its file name when two
+    kernels share a stem (tiled_add.sync and tiled_add.mlir)."""
+    return path.stem if sum(p.stem == path.stem for p in paths) == 1 else path.name
 
 
 def _timed(program: Program, strategy: str, values: dict, profile: Profile) -> tuple[Timeline, int]:
@@ -190,26 +208,57 @@ def cmd_bench(args) -> int:
     start = time.monotonic()
     profile = load_profile(args.profile)
     if args.kernels:
-        paths = [Path(k) for k in args.kernels]
+        paths = list(dict.fromkeys(Path(k) for k in args.kernels))
     else:
         paths = sorted(SUITE.glob("*.sync"))
         if not paths:
             raise UsageError(f"no kernels given and no suite at {SUITE}")
-    rows, timelines = bench_rows(paths, profile, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    if args.out:
-        from verify.timing.plots import bar_chart, timeline_png
-
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        bar_chart(rows, out / "bench.png", profile.name)
-        for path in paths:
-            timeline_png([(s, *timelines[(path.stem, s)]) for s in ("barrier", "threshold")], profile,
-                         out / f"{path.stem}_timeline.png", path.stem)
+    out = _out_dir(args.out)
+    rows, timelines = bench_rows(paths, profile, progress=Progress("bench"))
     if args.json:
         print(json.dumps(rows, indent=2))
-        return 0
+    else:
+        _print_tables(rows, profile.name)
+        print(f"({len(paths)} kernels in {time.monotonic() - start:.1f} s)")
+    if out is not None:
+        pictures = _write_pictures(out, rows, timelines, paths, profile)
+        print(f"pictures: {', '.join(str(p) for p in pictures)}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _out_dir(text: str | None) -> Path | None:
+    """The --out folder, created now, so that a bad one fails before the bench runs."""
+    if text is None:
+        return None
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {text}: not a folder (a file of that name exists)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--out {text}: cannot create the folder: {err.strerror}") from None
+    return out
+
+
+def _write_pictures(out: Path, rows, timelines, paths: list[Path], profile: Profile) -> list[Path]:
+    from verify.timing.plots import bar_chart, timeline_png
+
+    written = [out / "bench.png"]
+    try:
+        bar_chart(rows, written[0], profile.name)
+        for path in paths:
+            name = kernel_name(path, paths)
+            target = out / f"{name}_timeline.png"
+            timeline_png([(s, *timelines[(name, s)]) for s in ("barrier", "threshold")], profile, target, name)
+            written.append(target)
+    except OSError as err:
+        raise UsageError(f"cannot write the pictures to {out}: {err.strerror}") from None
+    return written
+
+
+def _print_tables(rows, profile_name: str) -> None:
     others = [s for s in BENCH_STRATEGIES if s not in ("oracle", "threshold", "barrier")]
-    print(f"profile {profile.name}; cycles at the kernels' default parameters; speed-up = barrier cycles / "
+    print(f"profile {profile_name}; cycles at the kernels' default parameters; speed-up = barrier cycles / "
           f"threshold cycles; vs oracle = threshold cycles / oracle cycles; peers: cycles (their ratio to oracle)")
     if any("vs_snax_barrier" not in r for r in rows):
         print(f"{'kernel':<28} {'oracle':>10} {'threshold':>10} {'barrier':>10} {'speed-up':>9} {'vs oracle':>9}"
@@ -221,8 +270,6 @@ def cmd_bench(args) -> int:
         print(f"{kernel:<28} {by['oracle']['cycles']:>10.0f} {t['cycles']:>10.0f} {by['barrier']['cycles']:>10.0f} "
               f"{t['vs_barrier']:>8.2f}x {t['vs_oracle']:>9.3f}{peers}")
     _print_snax_table(rows)
-    print(f"({len(paths)} kernels in {time.monotonic() - start:.1f} s)")
-    return 0
 
 
 def _print_snax_table(rows) -> None:

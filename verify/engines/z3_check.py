@@ -47,6 +47,7 @@ from semantics.sequential import UnrollLimit, unroll
 
 from verify.engines import z3_events as ze
 from verify.engines import z3_machines as zm
+from verify.engines.deadline import DeadlineReached, interrupt_at
 from verify.engines.explicit import InternalError, valuations
 from verify.engines.witness import witness_of
 from verify.verdicts import SEVERITY, CheckResult, EngineName, Verdict, finalise
@@ -177,7 +178,7 @@ def _search_events(pp: zm.PotentialProgram, search: _Search, progress) -> bool:
         return _replay(pp, model, values, labels, kind)
 
     if progress:
-        progress("verify[z3]: event-time query over every reachable state")
+        progress("z3: event-time query over every reachable state")
     return search.ask(findings, decode, "in the event-time query")
 
 
@@ -194,7 +195,7 @@ def _search_steps(pp: zm.PotentialProgram, search: _Search, depth_limit: int, pr
             path.ctrs.append(ctr)
             path.who.append(who)
         if progress:
-            progress(f"verify[z3]: depth {depth}/{depth_limit}")
+            progress(f"z3: depth {depth}/{depth_limit}")
 
         def decode(model, kind, steps=depth):
             return _replay(pp, model, _valuation(pp, model), _step_labels(pp, model, path, steps), kind,
@@ -226,6 +227,20 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
                            states=queries, valuations=covered, total_valuations=len(every), witness=witness,
                            complete=complete, reason=reason)
 
+    # The encoding is built in Python loops with no clock of their own: the deadline
+    # interrupts them (verify/engines/deadline.py); Z3's queries get the remaining time.
+    run = {"phase": "unrolling the valuations", "search": None}
+    try:
+        with interrupt_at(deadline):
+            return _check(program, bounds, options, deadline, every, result, run)
+    except DeadlineReached:
+        search = run["search"]
+        if search is None:
+            return result(Verdict.BISIMILAR, None, 0, False, f"time limit reached while {run['phase']}")
+        return result(search.worst, search.witness, search.queries, False, f"time limit reached while {run['phase']}")
+
+
+def _check(program, bounds, options: Z3Options, deadline, every, result, run) -> CheckResult:
     # Unroll every valuation first, in the explicit engine's order: a kernel error at
     # some valuation ends that engine's run there unless an earlier one is unsound.
     usable, error, largest = [], None, 0
@@ -240,20 +255,24 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
         usable.append(values)
     if error is not None and not usable:
         raise error
+    run["phase"] = "building the Z3 encoding"
+    if options.progress:
+        options.progress(f"z3: building the encoding of {len(usable)} valuations, up to {largest} instances each")
     pp = zm.potential_program(program, usable)
     solver = z3.Solver()
     solver.set("random_seed", options.seed)
     solver.add(*pp.facts)
     solver.add(zm.valuation_constraint(pp, bounds) if error is None else zm.valuation_in(pp, usable))
     wanted = [Verdict.UNSOUND] if error is not None else [Verdict.UNSOUND, Verdict.DEADLOCK, Verdict.OVER_SYNCHRONIZED]
-    search = _Search(solver, options, deadline, wanted, program.name or "kernel")
+    search = run["search"] = _Search(solver, options, deadline, wanted, program.name or "kernel")
 
     def progress(line):
         if options.progress:
-            options.progress(f"{line}, {time.monotonic() - start:.1f}s")
+            options.progress(line)
 
     needed = 2 * largest
     depth_limit = needed
+    run["phase"] = f"running the {options.encoding} search"
     if options.encoding == "events":
         finished = _search_events(pp, search, progress)
     else:

@@ -143,11 +143,12 @@ class Prover:
     # -- the four kinds: defined, sound, exact, live
 
     def defined(self, site: Site) -> Obligation:
-        """Loop bounds are non-negative, and divisors non-zero, wherever evaluated."""
+        """Divisors are non-zero wherever evaluated (in an op, or in a loop's bounds:
+        any integer bounds are defined, hi <= lo running zero times)."""
         env = self.terms.env(site, "d")
         node = site.op
         if isinstance(node, For):
-            bad = [to_z3(node.lo, env) < 0, to_z3(node.hi, env) < 0]
+            bad = [to_z3(d, env) == 0 for d in bound_divisors(node)]
             name = node.var
         else:
             bad = [to_z3(d, env) == 0 for d in divisors(node)]
@@ -375,5 +376,14 @@ class Prover:
 def divisors(op: Op) -> list:
     """The non-constant divisors of an op's indices and thresholds."""
     roots = [i for a in op.reads + op.writes for i in a.indices] + [w.threshold for w in op.waits]
+    return _divisors(roots)
+
+
+def bound_divisors(loop: For) -> list:
+    """The non-constant divisors of a loop's bounds."""
+    return _divisors([loop.lo, loop.hi])
+
+
+def _divisors(roots) -> list:
     return [n.right for r in roots for n in walk_expr(r)
             if isinstance(n, BinOp) and n.op in ("//", "%") and not isinstance(n.right, Const)]

@@ -165,7 +165,7 @@ def run_mutants(program: Program, bounds, options: CheckOptions = CheckOptions()
     all_mutants = mutants(program)
     for n, mutant in enumerate(all_mutants, 1):
         if progress:
-            progress(f"mutate: {n}/{len(all_mutants)} {mutant.operator}: {mutant.where}")
+            progress(f"{n}/{len(all_mutants)} {mutant.operator}: {mutant.where}")
         result = check(mutant.program, bounds, options)
         if result.holds is None:
             outcome = MutantStatus.UNKNOWN

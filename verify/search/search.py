@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from semantics.errors import SyncproofError
-from semantics.ir import Program, loops, ops
+from semantics.ir import Program, Var, loops, ops
 from semantics.printer import print_program
 from verify.engines.explicit import check
 from verify.search.generators import param_bounds, programs
@@ -96,18 +96,14 @@ def search(options: SearchOptions = SearchOptions()) -> SearchResult:
     start = time.monotonic()
     tally = {"examples": 0, "unknown": 0, "rejected": 0, "largest": 0}
     largest: list = [None]
-    last_report = [start]
 
     def fails(program: Program) -> bool:
         tally["examples"] += 1
         size = len(ops(program))
         if size > tally["largest"]:
             tally["largest"], largest[0] = size, program
-        now = time.monotonic()
-        if options.progress and now - last_report[0] > 2:
-            last_report[0] = now
-            options.progress(f"search: {tally['examples']} kernels tried, largest {tally['largest']} ops, "
-                             f"{now - start:.0f}s")
+        if options.progress:  # the caller throttles (verify/progress.py)
+            options.progress(f"{tally['examples']} kernels tried, largest {tally['largest']} ops")
         synced, result, crash = _check(program, options)
         if crash is not None:
             return True
@@ -130,10 +126,33 @@ def search(options: SearchOptions = SearchOptions()) -> SearchResult:
         found = None
     finding = None
     if found is not None:
+        # Shrinking keeps the generated `param` lines; one no expression names changes
+        # nothing but the number of identical valuations (issue 15 item 9).
+        trimmed = without_unused_params(found)
+        if trimmed != found and fails(trimmed):
+            found = trimmed
         synced, result, crash = _check(found, options)
         finding = Finding(found, synced, result, crash)
     return SearchResult(finding, tally["examples"], tally["unknown"], tally["rejected"], tally["largest"],
                         largest[0], time.monotonic() - start)
+
+
+def without_unused_params(program: Program) -> Program:
+    """`program` without the parameters that none of its expressions names."""
+    used: set = set()
+
+    def visit(node):
+        if isinstance(node, Var):
+            used.add(node.name)
+        elif isinstance(node, (tuple, list)):
+            for item in node:
+                visit(item)
+        elif attrs.has(type(node)):
+            for field in attrs.fields(type(node)):
+                visit(getattr(node, field.name))
+
+    visit(program.body)
+    return attrs.evolve(program, params=tuple(p for p in program.params if p.name in used))
 
 
 def program_summary(program: Program) -> str:

@@ -21,9 +21,11 @@ def bar_chart(rows: list[dict], path: Path, profile: str) -> None:
     strategies = [s for s in dict.fromkeys(r["strategy"] for r in rows) if s != "barrier"]
     width = 0.8 / max(1, len(strategies))
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(kernels) + 2), 4))
+    speedup = {(r["kernel"], r["strategy"]): r.get("vs_barrier") for r in rows}
     for n, strategy in enumerate(strategies):
-        values = [next(r["vs_barrier"] for r in rows if r["kernel"] == k and r["strategy"] == strategy) or 0
-                  for k in kernels]
+        # kernels need not share strategies (.mlir kernels add snax-barrier, .sync ones
+        # the peers): a strategy a kernel was not timed under has no bar there
+        values = [speedup.get((k, strategy)) or float("nan") for k in kernels]
         ax.bar([i + n * width for i in range(len(kernels))], values, width, label=strategy)
     ax.axhline(1.0, color="gray", linewidth=0.8)
     ax.set_xticks([i + width * (len(strategies) - 1) / 2 for i in range(len(kernels))])

@@ -33,7 +33,7 @@ def ctrLTS (p : Program) (v : Valuation) : LTS :=
   { State := List Nat, init := ctrInit (unroll p v), step := CtrStep (unroll p v) }
 
 /-- A valuation the program is defined for: every parameter has a value and unrolling
-meets no run-time error (negative loop bound, division by zero, unknown name). -/
+meets no run-time error (division by zero, unknown name). -/
 def ValidValuation (p : Program) (v : Valuation) : Prop :=
   (unroll p v).ok = true
 

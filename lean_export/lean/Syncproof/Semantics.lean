@@ -184,14 +184,13 @@ def unrollStmt (p : Program) : Stmt → UState → UState
   | .loop x lo hi body, st =>
     match evalExpr st.env none lo, evalExpr st.env none hi with
     | some a, some b =>
-      -- loop bounds must be non-negative (an EvalError in Python)
-      let st0 := if a < 0 ∨ b < 0 then { st with ok := false } else st
+      -- any integer bounds; b <= a runs zero times (`range` in Python)
       (List.range (b - a).toNat).foldl (fun (s : UState) (k : Nat) =>
         let v := a + Int.ofNat k
         let s1 := { s with env := (x, v) :: s.env, loopEnv := (x, v) :: s.loopEnv,
                            iters := bumpIters s.iters x }
         let s2 := unrollStmt p body s1
-        { s2 with env := s2.env.drop 1, loopEnv := s2.loopEnv.drop 1 }) st0
+        { s2 with env := s2.env.drop 1, loopEnv := s2.loopEnv.drop 1 }) st
     | _, _ => { st with ok := false }
 
 /-- Parameters must all have a value (`unroll` raises a UsageError otherwise). -/

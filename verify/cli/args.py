@@ -1,0 +1,41 @@
+"""Argument types and option texts shared by the command modules."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (`--timeout 0` and `-1` were
+    accepted and meant "no limit" or an instant unknown; issue 15 item 9)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: a time limit must be a finite number of seconds > 0")
+    return value
+
+
+def strategy_names(extra: tuple[str, ...] = ()) -> list[str]:
+    from algorithm.registry import STRATEGIES
+
+    return [*STRATEGIES, *extra]
+
+
+def strategy_help(extra: tuple[str, ...] = (), what: str = "synchronization strategy") -> str:
+    return f"{what}: {', '.join(strategy_names(extra))} (default threshold; manual: the file as written)"
+
+
+def check_strategy(name: str, extra: tuple[str, ...] = ()) -> None:
+    """A usage error for a strategy name that is neither registered nor in `extra`
+    (`oracle` for simulate), naming every one that is."""
+    from algorithm.registry import PLANNED, get_strategy
+
+    if name in extra or name in strategy_names():
+        return
+    if name in PLANNED:
+        get_strategy(name)  # its "not yet available" message
+    from semantics.errors import UsageError
+
+    raise UsageError(f"unknown strategy '{name}' (available: {', '.join(strategy_names(extra))})")

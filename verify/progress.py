@@ -1,0 +1,82 @@
+"""One progress reporter for every long-running command (docs/cli.md, "Progress").
+
+A `Progress` is a callable taking one message (a string, or a function returning
+one, so that a caller does not build text that is never shown). It writes
+`syncproof COMMAND: MESSAGE (Ns)` as one plain line on stderr, at most once per
+`interval` seconds and never before `interval` seconds have passed, so a short run
+prints nothing and a long one prints a line now and then.
+
+The interval comes from the environment variable SYNCPROOF_PROGRESS_INTERVAL
+(seconds, default 3); 0 shows every message, which is what the tests use to run
+the progress code of every command. `Progress.always()` ignores the throttle for a
+message that must be shown (e.g. "the proof runs, budget 60 s").
+
+Engines and searches take a plain `Callable[[str], None]` and call it freely (they
+do not throttle themselves); the command line passes a `Progress`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Callable, TextIO
+
+ENV_INTERVAL = "SYNCPROOF_PROGRESS_INTERVAL"
+DEFAULT_INTERVAL = 3.0
+
+def interval_from_env(environ: dict | None = None) -> float:
+    """The interval in seconds from SYNCPROOF_PROGRESS_INTERVAL; the default when it is
+    unset; a value that is not a non-negative number is a usage error of the caller's
+    environment, reported by falling back to the default (progress is never worth a
+    failed run)."""
+    env = os.environ if environ is None else environ
+    text = env.get(ENV_INTERVAL)
+    if text is None or not text.strip():
+        return DEFAULT_INTERVAL
+    try:
+        value = float(text)
+    except ValueError:
+        return DEFAULT_INTERVAL
+    return value if value >= 0 and value == value else DEFAULT_INTERVAL
+
+
+class Progress:
+    """Throttled progress lines on stderr for one command."""
+
+    def __init__(self, command: str, interval: float | None = None, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.command = command
+        self.interval = interval_from_env() if interval is None else interval
+        self._stream = stream
+        self._clock = clock
+        self.start = clock()
+        self._last = self.start
+        self.lines = 0
+
+    def elapsed(self) -> float:
+        return self._clock() - self.start
+
+    def due(self) -> bool:
+        """Whether a message given now would be shown."""
+        return self.interval == 0 or self._clock() - self._last >= self.interval
+
+    def __call__(self, message) -> bool:
+        """Show `message` if the interval has passed since the last line (or the start);
+        returns whether it was shown."""
+        if not self.due():
+            return False
+        self._emit(message)
+        return True
+
+    def always(self, message) -> None:
+        """Show `message` now, whatever the interval."""
+        self._emit(message)
+
+    def _emit(self, message) -> None:
+        text = message() if callable(message) else message
+        now = self._clock()
+        self._last = now
+        self.lines += 1
+        stream = self._stream if self._stream is not None else sys.stderr
+        print(f"syncproof {self.command}: {text} ({now - self.start:.1f}s)", file=stream, flush=True)
