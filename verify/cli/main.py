@@ -59,7 +59,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
                    help="inclusive bounds for one parameter (NAME=LO..HI or NAME=VALUE)")
     p.add_argument("--max-param", type=int, metavar="K",
-                   help="bound every parameter not given by --param to 0..K (default 3)")
+                   help="bound every parameter not given by --param to LOWER..max(K, LOWER), LOWER its declared "
+                        "lower bound (`param K >= 1`; default 0), K default 3")
     p.add_argument("--engine", choices=["explicit", "z3", "both"], default="explicit")
     p.add_argument("--property", choices=PROPERTIES, default="bisimulation")
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
@@ -84,11 +85,14 @@ def _build_parser() -> argparse.ArgumentParser:
 _BOUND = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?$")
 
 
-def parse_bounds(program: Program, specs: list[str], max_param: int | None) -> tuple[tuple[str, int, int], ...]:
-    """Inclusive bounds for every parameter: --param values, else 0..max_param (default 3)."""
+def parse_bounds(program: Program, specs: list[str], max_param: int | None,
+                 filename: str | None = None) -> tuple[tuple[str, int, int], ...]:
+    """Inclusive bounds for every parameter: --param values, else from its lower bound
+    (`param K >= 1`, default 0) to max(max_param, lower bound), max_param default 3.
+    A --param value below the lower bound is an error at the declaration."""
     if max_param is not None and max_param < 0:
         raise UsageError("--max-param must be non-negative")
-    declared = [p.name for p in program.params]
+    declared = {p.name: p for p in program.params}
     given: dict[str, tuple[int, int]] = {}
     for spec in specs:
         match = _BOUND.match(spec)
@@ -103,9 +107,13 @@ def parse_bounds(program: Program, specs: list[str], max_param: int | None) -> t
                              f"(parameters: {', '.join(declared) or 'none'})")
         if hi < lo:
             raise UsageError(f"--param {spec}: empty range")
+        param = declared[name]
+        if lo < param.lower:
+            raise KernelError(f"--param {spec.strip()}: {name} = {lo} is below its lower bound {param.lower} "
+                              f"(declared `{name} >= {param.lower}`)", param.loc, filename)
         given[name] = (lo, hi)
     top = 3 if max_param is None else max_param
-    return tuple((name, *given.get(name, (0, top))) for name in declared)
+    return tuple((p.name, *given.get(p.name, (p.lower, max(top, p.lower)))) for p in program.params)
 
 
 def _cmd_check(args) -> int:
@@ -135,7 +143,7 @@ def _cmd_sync(args) -> int:
 def _cmd_verify(args) -> int:
     program = cli_mlir.load(args.file)
     strategy = get_strategy(args.strategy)
-    bounds = parse_bounds(program, args.param, args.max_param)
+    bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
     sync_result = strategy(program)
@@ -178,7 +186,8 @@ def _cmd_verify(args) -> int:
 def _print_result(args, result, proof, proof_text, sync_result, extra=None) -> None:
     if args.json:
         data = result_json(result, args.strategy)
-        if proof.get("status") == "proved" and all(lo == 0 for lo, _ in proof["domain"].values()):
+        lowest = {p.name: p.lower for p in sync_result.program.params}  # the declared assumptions
+        if proof.get("status") == "proved" and all(lo <= lowest.get(n, 0) for n, (lo, _) in proof["domain"].items()):
             data["scope"] = "all"
         data["all_values"] = proof
         data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}

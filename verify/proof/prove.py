@@ -47,7 +47,7 @@ from semantics.symbolic import conflicting_pairs
 
 from verify.proof.counts import Unsupported
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
-    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, divisors, loop_sites,
+    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, divisors, domain_lower, loop_sites,
 )
 
 
@@ -60,10 +60,12 @@ class Proof:
     counterexample: object = None  # the explicit CheckResult at a refuting valuation
     seconds: float = 0.0
     lower: tuple = ()  # the domain: (name, lowest value) per parameter, no upper bound
+    assumptions: tuple[str, ...] = ()  # the kernel's declared lower bounds, as `K >= 1`
 
     def to_json(self) -> dict:
         return {"status": self.status, "property": self.property, "reason": self.reason,
                 "domain": {name: [lo, None] for name, lo in self.lower},
+                "assumptions": list(self.assumptions),
                 "seconds": round(self.seconds, 3),
                 "obligations": [o.to_json() for o in self.obligations]}
 
@@ -82,9 +84,15 @@ def _why_not(program: Program) -> str | None:
 def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     """Try to prove the property for every parameter value (at least `options.lower`;
     see the module docstring)."""
-    lower = dict(options.lower)
+    lower = domain_lower(program, options)
     proof = _prove(program, options)
-    return attrs.evolve(proof, lower=tuple((p.name, lower.get(p.name, 0)) for p in program.params))
+    return attrs.evolve(proof, lower=tuple((p.name, lower[p.name]) for p in program.params),
+                        assumptions=assumptions(program))
+
+
+def assumptions(program: Program) -> tuple[str, ...]:
+    """The kernel's declared parameter assumptions (`param K >= 1`), as text."""
+    return tuple(f"{p.name} >= {p.lower}" for p in program.params if p.lower > 0)
 
 
 def _prove(program: Program, options: ProofOptions) -> Proof:
@@ -134,7 +142,7 @@ def _prove(program: Program, options: ProofOptions) -> Proof:
             # The model's valuation may be large (Z3 does not minimize); the same
             # failure usually shows at the model's values capped at a small c, so
             # those are tried first. Every verdict comes from the explicit engine.
-            lower = dict(options.lower)
+            lower = domain_lower(program, options)
             tries = [{k: max(lower.get(k, 0), min(v, cap)) for k, v in o.model.items()}
                      for cap in range(4, 17)] + [o.model]
             for valuation in dict.fromkeys(tuple(t.items()) for t in tries):
