@@ -15,7 +15,7 @@ from semantics.ir import (
 
 
 KEYWORDS = frozenset(
-    "kernel engines param for in if then else barrier reads writes lat wait and or not replica".split()
+    "kernel engines param for in if then else barrier reads writes lat wait and or not".split()
 )
 
 

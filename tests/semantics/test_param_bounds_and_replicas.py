@@ -151,6 +151,13 @@ def test_replicas_round_trip_and_never_depend_on_each_other():
     assert need[g_b1.index][0] == 2  # 1 + local index of h_A[i=0] on A (g_A[0], h_A[0], g_A[1])
 
 
+def test_replica_stays_usable_as_a_name():
+    text = "engines A replica\nreplica replica writes replica replica replica\n"
+    program = parse(text)
+    assert program.body[0].replica == "replica" and program.body[0].writes[0].buffer == "replica"
+    assert print_program(program) == text
+
+
 def test_the_symbolic_conflict_of_replicas_is_false():
     program = parse(REPLICAS)
     by_name = {op.name: op for op in _ops(program)}
