@@ -36,7 +36,7 @@ from tests.support.corpus import ROOT
 CORPUS = sorted((ROOT / "kernels").glob("*.sync"))
 SUITE = sorted((ROOT / "kernels" / "suite").glob("*.sync"))
 PEERS = ("flags", "tokens")
-SOUNDNESS = CheckOptions(property="soundness", max_states=200_000, timeout=60)
+SOUNDNESS = CheckOptions(property="soundness", max_states=200_000)  # a state budget: no wall clock
 
 
 @functools.lru_cache(maxsize=None)
@@ -196,7 +196,7 @@ def test_peer_output_is_sound_on_generated_programs(program):
 def test_peer_output_is_sound_on_more_generated_programs(program):
     for strategy in PEERS:
         result, why = _sound(get_strategy(strategy)(program).program, 2)
-        assert result.holds is not False, f"{strategy}: {why}"
+        assert result.holds is True, f"{strategy}: {why}"  # unknown is never success
 
 
 def _flags_without_drain(program):

@@ -382,7 +382,8 @@ def test_step_by_step_bmc_on_a_small_kernel():
 
 def test_unknown_is_never_success(tmp_path):
     program = parse_kernel("triangular_attention.sync")
-    options = z3_check.Z3Options(query_timeout_ms=1, dump_smt=str(tmp_path))
+    # A deterministic budget too small for any query (not a wall-clock one, which load changes).
+    options = z3_check.Z3Options(query_rlimit=1, dump_smt=str(tmp_path))
     result = z3_check.check(program, param_bounds(program, 3), options)
     assert result.verdict == Verdict.UNKNOWN and result.holds is None and not result.complete
     assert "Z3 returned unknown" in result.reason
