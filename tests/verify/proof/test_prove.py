@@ -27,6 +27,7 @@ from verify.proof.prove import PROVED, ProofOptions, prove
 from semantics.printer import print_program
 from verify.verdicts import CheckOptions
 
+from tests.support.budget import scaled
 from tests.support.corpus import DATA_DIR, ROOT
 
 KERNELS = ROOT / "kernels"
@@ -184,7 +185,7 @@ _EXAMPLES = st.tuples(st.one_of(programs(synced=True, max_param=2), perturbed_ex
 def test_a_proof_never_covers_a_program_the_explicit_engine_refutes():
     statuses = []
 
-    @settings(max_examples=60, suppress_health_check=list(HealthCheck), deadline=None)
+    @scaled(1, suppress_health_check=list(HealthCheck), deadline=None)
     @given(_EXAMPLES)
     def differential(example):
         statuses.append(_proof_agrees_with_explicit(*example))
