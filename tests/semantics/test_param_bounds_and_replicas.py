@@ -211,3 +211,44 @@ def _ops(program):
 
 
 assert ROOT.exists()
+
+
+# ------------------------------------------- generated programs with replicas
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from semantics.ir import map_ops  # noqa: E402
+from verify.search.generators import programs, valuations  # noqa: E402
+
+import attrs  # noqa: E402
+
+
+@st.composite
+def replicated_programs(draw):
+    """Generated programs with random replica groups and lower bounds."""
+    program = draw(programs(max_depth=2))
+    groups = draw(st.lists(st.sampled_from([None, "g", "h"]), min_size=len(_ops(program)),
+                           max_size=len(_ops(program))))
+    by_name = dict(zip((op.name for op in _ops(program)), groups))
+    lowers = [draw(st.integers(0, 1)) for _ in program.params]
+    params = tuple(attrs.evolve(p, lower=low if p.default is None else min(low, p.default))
+                   for p, low in zip(program.params, lowers))
+    return attrs.evolve(program, params=params,
+                        body=map_ops(program.body, lambda op: attrs.evolve(op, replica=by_name[op.name])))
+
+
+@given(replicated_programs().flatmap(lambda p: st.tuples(st.just(p), valuations(p, 2))))
+def test_replica_dependences_and_requirements_agree_with_the_oracle(example):
+    program, values = example
+    assert parse(print_program(program)) == program
+    unrolled = unroll(program, values)
+    deps = oracle.dependences(oracle.unroll_program(program, values))
+    need = requirements(unrolled)
+    for y in unrolled.instances:
+        assert {x.index for x in unrolled.instances if depends_on(y, x)} == deps[y.index]
+        brute = [0] * len(program.engines)
+        for x in unrolled.instances:
+            if x.index in deps[y.index]:
+                brute[x.engine] = max(brute[x.engine], x.local + 1)
+        assert need[y.index] == tuple(brute), y.describe()
