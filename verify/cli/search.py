@@ -108,7 +108,7 @@ def cmd_mutate(args, parse_bounds) -> int:
     from verify.search.mutate import OPERATORS, kill_rate, run_mutants
 
     program = parse_file(args.file)
-    bounds = parse_bounds(program, args.param, args.max_param)
+    bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
     synced = get_strategy(args.strategy)(program).program
