@@ -162,6 +162,11 @@ def export_files(program: Program, source_name: str, strategy: str = "threshold"
         # The Lean semantics has no flag or token state: refuse rather than prove the wrong thing.
         raise UsageError(f"the Lean export does not support the peer clause '{clause.kind}' "
                          f"(strategy {strategy}): export a program with waits and barriers only")
+    replica = next((op for op in ops(synced) if op.replica is not None), None)
+    if replica is not None:
+        # The Lean dependence relation has no replica groups (docs/language.md): refuse.
+        raise UsageError(f"the Lean export does not support replica groups (op '{replica.name}' is "
+                         f"`replica {replica.replica}`): export a program without them")
     name = program.name or Path(source_name).stem
     module = module_name(name)
     plan = planner(synced, max_param)

@@ -208,6 +208,9 @@ class Op:
     loc: Loc | None = _loc()
     name_loc: Loc | None = _loc()
     syncs: tuple[Sync, ...] = ()  # flag and token clauses, in source order
+    # `replica G`: the op is one replica of logical op G (a global MLIR op run by every
+    # core); ops of one replica group never conflict with each other (docs/snax.md).
+    replica: str | None = None
 
 
 @attrs.frozen(cache_hash=True)
@@ -240,9 +243,12 @@ Stmt = Union[Op, For, If, Barrier]
 
 @attrs.frozen(cache_hash=True)
 class Param:
+    """`param NAME [>= LOWER] [= DEFAULT]`: every valuation has NAME >= lower."""
+
     name: str
     default: int | None = None
     loc: Loc | None = _loc()
+    lower: int = 0
 
 
 @attrs.frozen(cache_hash=True)

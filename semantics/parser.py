@@ -62,6 +62,14 @@ def _expect_cond(node):
     return node
 
 
+def _param_int(node, what: str) -> int:
+    match node:
+        case Const(value=v):
+            return v
+        case _:
+            raise KernelError(f"{what} is a non-negative integer literal", node.loc)
+
+
 @v_args(meta=True)
 class _ToIR(Transformer):
     """Lark tree -> a list of line items, with IR expressions inside."""
@@ -191,26 +199,34 @@ class _ToIR(Transformer):
     def engines_decl(self, meta, children):
         return ("engines", _loc(meta), tuple((str(t), _loc(t)) for t in children))
 
+    def param_lower(self, meta, children):
+        return ("lower", _param_int(children[0], "a parameter's lower bound"))
+
+    def param_default(self, meta, children):
+        return ("default", _param_int(children[0], "a parameter default"))
+
     def param_item(self, meta, children):
-        name, *default = children
-        value = None
-        if default:
-            match default[0]:
-                case Const(value=v):
-                    value = v
-                case other:
-                    raise KernelError("a parameter default is a non-negative integer literal", other.loc)
-        return Param(str(name), value, loc=_loc(name))
+        name, *parts = children
+        given = dict(parts)
+        return Param(str(name), given.get("default"), loc=_loc(name), lower=given.get("lower", 0))
 
     def param_decl(self, meta, children):
         return ("param", _loc(meta), tuple(children))
+
+    def replica(self, meta, children):
+        (group,) = children
+        return ("replica", str(group), _loc(meta))
 
     def op_line(self, meta, children):
         engine, name, *clauses = children
         fields: dict = {"reads": (), "writes": (), "waits": (), "syncs": ()}
         lat_seen = None
         for kind, payload, loc in clauses:
-            if kind == "lat":
+            if kind == "replica":
+                if "replica" in fields:
+                    raise KernelError("duplicate 'replica' clause: an op is a replica of one logical op", loc)
+                fields["replica"] = payload
+            elif kind == "lat":
                 if lat_seen is not None:
                     raise KernelError(f"duplicate 'lat' clause (first at {lat_seen})", loc)
                 lat_seen = loc

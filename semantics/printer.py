@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
-    Op, Or, Program, Range, Sync, Var, Wait,
+    Op, Or, Param, Program, Range, Sync, Var, Wait,
 )
 
 # Precedence levels, loosest first (docs/design.md section 5; as in Python).
@@ -115,7 +115,15 @@ def print_op(op: Op) -> str:
             runs.append([sync])
     for run in runs:
         parts.append(run[0].kind + " " + ", ".join(print_sync(s) for s in run))
+    if op.replica is not None:
+        parts.append(f"replica {op.replica}")
     return " ".join(parts)
+
+
+def print_param(param: Param) -> str:
+    lower = f" >= {param.lower}" if param.lower else ""
+    default = f" = {param.default}" if param.default is not None else ""
+    return f"{param.name}{lower}{default}"
 
 
 def _print_body(body, indent: int, out: list[str]) -> None:
@@ -145,7 +153,6 @@ def print_program(program: Program) -> str:
         out.append(f"kernel {program.name}")
     out.append("engines " + " ".join(program.engines))
     if program.params:
-        items = [p.name if p.default is None else f"{p.name} = {p.default}" for p in program.params]
-        out.append("param " + ", ".join(items))
+        out.append("param " + ", ".join(print_param(p) for p in program.params))
     _print_body(program.body, 0, out)
     return "\n".join(out) + "\n"

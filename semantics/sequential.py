@@ -71,9 +71,7 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
     if missing:
         raise UsageError(f"no value for parameter(s) {', '.join(missing)}")
     valuation = tuple((p.name, int(values[p.name])) for p in program.params)
-    for name, value in valuation:
-        if value < 0:
-            raise UsageError(f"parameter {name} = {value}: parameters are non-negative integers")
+    check_valuation(program, dict(valuation))
     engine_number = {e: n for n, e in enumerate(program.engines)}
     instances: list[Instance] = []
     streams: list[list[int]] = [[] for _ in program.engines]
@@ -154,6 +152,20 @@ def elements(access, env) -> list[Element]:
     return [(access.buffer, *point) for point in itertools.product(*axes)]
 
 
+def check_valuation(program: Program, values: Mapping[str, int]) -> None:
+    """Every parameter is a non-negative integer at or above its declared lower bound
+    (`param K >= 1`): a value below it is an EvalError at the declaration."""
+    for param in program.params:
+        value = values.get(param.name)
+        if value is None:
+            continue
+        if value < 0:
+            raise UsageError(f"parameter {param.name} = {value}: parameters are non-negative integers")
+        if value < param.lower:
+            raise EvalError(f"parameter {param.name} = {value} is below its lower bound {param.lower} "
+                            f"(declared `{param.name} >= {param.lower}`)", param.loc)
+
+
 def _sync_id(sync, env) -> int:
     value = eval_expr(sync.id, env)
     count = FLAG_IDS if sync.kind in ("setflag", "waitflag") else QUEUES
@@ -164,10 +176,16 @@ def _sync_id(sync, env) -> int:
     return value
 
 
+def replicas(x: Op, y: Op) -> bool:
+    """x and y are replicas of one logical op (`replica G` on both): they never conflict."""
+    return x.replica is not None and x.replica == y.replica
+
+
 def depends_on(y: Instance, x: Instance) -> bool:
     """docs/design.md section 2: y depends on x iff x precedes y in program order, they run on
-    different engines, they access a common element and at least one writes it."""
-    if x.index >= y.index or x.engine == y.engine:
+    different engines, they access a common element and at least one writes it
+    (and they are not replicas of one logical op, docs/snax.md)."""
+    if x.index >= y.index or x.engine == y.engine or replicas(x.op, y.op):
         return False
     written_by_x = dict(x.accesses)
     return any(e in written_by_x and (w or written_by_x[e]) for e, w in y.accesses)
@@ -184,22 +202,29 @@ def requirements(unrolled: Unrolled) -> tuple[tuple[int, ...], ...]:
     Local indices grow in program order, so the last earlier F-instance touching an
     element (for a write) or writing it (for a read) is the one with the largest local
     index: one pass with the last access per element and engine suffices.
+    Replicas of one logical op do not count (docs/snax.md), so the last access is kept
+    per replica group (None: not a replica) and y skips the entries of its own group.
     """
     engines = len(unrolled.streams)
-    last_access: dict[Element, dict[int, int]] = {}
-    last_write: dict[Element, dict[int, int]] = {}
+    # element -> engine -> replica group -> local index of the last access (or write)
+    last_access: dict[Element, dict[int, dict]] = {}
+    last_write: dict[Element, dict[int, dict]] = {}
     result = []
     for y in unrolled.instances:
         need = [0] * engines
+        group = y.op.replica
         for element, written in y.accesses:
             prior = last_access.get(element) if written else last_write.get(element)
             if prior:
-                for engine, local in prior.items():
-                    if engine != y.engine and local + 1 > need[engine]:
-                        need[engine] = local + 1
+                for engine, by_group in prior.items():
+                    if engine == y.engine:
+                        continue
+                    for g, local in by_group.items():
+                        if (g is None or g != group) and local + 1 > need[engine]:
+                            need[engine] = local + 1
         for element, written in y.accesses:
-            last_access.setdefault(element, {})[y.engine] = y.local
+            last_access.setdefault(element, {}).setdefault(y.engine, {})[group] = y.local
             if written:
-                last_write.setdefault(element, {})[y.engine] = y.local
+                last_write.setdefault(element, {}).setdefault(y.engine, {})[group] = y.local
         result.append(tuple(need))
     return tuple(result)

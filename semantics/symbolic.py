@@ -89,7 +89,11 @@ def param_env(program: Program) -> dict[str, z3.ArithRef]:
 
 
 def params_nonnegative(program: Program):
-    return [z3.Int(p.name) >= 0 for p in program.params]
+    """The parameters' assumptions: each at least its declared lower bound (0 if none)."""
+    return [z3.Int(p.name) >= p.lower for p in program.params]
+
+
+param_assumptions = params_nonnegative
 
 
 def instance_env(site: Site, tag: str, base: Mapping[str, z3.ArithRef]) -> dict[str, z3.ArithRef]:
@@ -151,7 +155,10 @@ def same_element(a: Access, a_env, b: Access, b_env):
 
 
 def conflicting_pairs(x, y) -> list[tuple[Access, Access]]:
-    """Access pairs of ops x and y on one buffer where at least one writes."""
+    """Access pairs of ops x and y on one buffer where at least one writes; none for
+    two replicas of one logical op (`replica G`, docs/snax.md)."""
+    if x.replica is not None and x.replica == y.replica:
+        return []
     pairs = []
     for ax, x_writes in [(a, False) for a in x.reads] + [(a, True) for a in x.writes]:
         for ay, y_writes in [(a, False) for a in y.reads] + [(a, True) for a in y.writes]:

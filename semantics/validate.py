@@ -42,6 +42,9 @@ def validate(program: Program, engine_locs: dict[str, Loc] | None = None) -> Non
             raise KernelError(f"parameter '{param.name}' is declared twice", param.loc)
         if param.default is not None and param.default < 0:
             raise KernelError(f"parameter '{param.name}' has a negative default", param.loc)
+        if param.default is not None and param.default < param.lower:
+            raise KernelError(f"parameter '{param.name}' has default {param.default}, below its lower bound "
+                              f"{param.lower} (`param {param.name} >= {param.lower}`)", param.loc)
         params[param.name] = param.loc
     loop_vars: dict[str, Loc | None] = {}
     _collect_loops(program.body, params, loop_vars)
@@ -74,6 +77,8 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
         match stmt:
             case Op():
                 _check_name(stmt.name, "an op name", stmt.name_loc or stmt.loc)
+                if stmt.replica is not None:
+                    _check_name(stmt.replica, "a replica group", stmt.loc)
                 for access in stmt.reads + stmt.writes:
                     _check_name(access.buffer, "a buffer name", access.loc)
                 if stmt.engine not in engines:

@@ -73,6 +73,14 @@ def run_verify(capsys, path: Path, *extra: str) -> tuple[int, dict]:
 
 kernel_files = pytest.mark.parametrize("path", KERNELS, ids=_id)
 
+# The kernels `verify --strategy manual` proves for every parameter value (JSON scope
+# `all`); every other kernel gets scope `bounded`. The proof's budgets are Z3 rlimits per
+# query, so this set does not depend on load; the test lifts the wall-clock safety net
+# (`--proof-timeout 600`; ring_buffer takes ~35 s on an idle machine).
+PROVED_ALL = {"if_else_split.sync", "masked_wait.sync", "nested_dynamic.sync", "pipeline_db.sync",
+              "ring_buffer.sync", "six_engine_block.sync", "tile_transpose_2d.sync",
+              "triangular_attention.sync", "zero_trip_acc.sync"}
+
 
 def _kernels_where(predicate):
     # Parametrize only over the kernels a test applies to (no skipped cases).
@@ -99,11 +107,12 @@ def test_kernel_starts_with_explanatory_comment(path):
 def test_kernel_verdict_matches_expectation(path, capsys):
     verdict = expected_verdict(path)
     assert verdict is not None, f"{_id(path)} has no '# expect: VERDICT' line"
-    status, result = run_verify(capsys, path)
+    status, result = run_verify(capsys, path, "--proof-timeout", "600")
     assert result["verdict"] == verdict
     assert result["strategy"] == "manual"
-    # `all` only with a proof for every parameter value (verify --scope auto).
-    proved = result["all_values"]["status"] == "proved"
+    # `all` exactly for the kernels proved for every parameter value (verify --scope auto).
+    proved = _id(path) in PROVED_ALL
+    assert result["all_values"]["status"] == ("proved" if proved else "skipped"), result["all_values"]
     assert result["scope"] == ("all" if proved else "bounded")
     assert not proved or verdict == "bisimilar"
     assert status == expected_exit(verdict)

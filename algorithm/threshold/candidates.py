@@ -276,7 +276,7 @@ def prove_candidates(program: Program, x: Site, y: Site, pair, candidates: list[
     params = {p.name: ENV[p.name] for p in program.params}
     y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
     x_env = {**params, **{l.var: z3.Int(f"{l.var}@x") for l in x.loops}}
-    nonneg = [v >= 0 for v in params.values()]
+    nonneg = [ENV[p.name] >= p.lower for p in program.params]  # the declared assumptions
     y_dom = domain(y, y_env)
     some_x = domain(x, x_env) + [same_element(ax, x_env, ay, y_env), precedes(x, x_env, y, y_env)]
     earlier_fail = []

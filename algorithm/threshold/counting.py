@@ -112,7 +112,7 @@ class PrefixCounts:
 
     def refresh_facts(self) -> None:
         """Rebuild the Z3 facts (after the planner starts a fresh Z3 context)."""
-        self.facts = Facts([ENV[p.name] >= 0 for p in self.params])
+        self.facts = Facts([ENV[p.name] >= p.lower for p in self.params])
 
     def before(self, index: int, targets: frozenset):
         hit = self._sums.get(targets)

@@ -260,6 +260,6 @@ def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_e
     y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
     solver = z3.Solver()
     solver.set("rlimit", 20_000_000)
-    solver.add(*[v >= 0 for v in params.values()], *domain(y, y_env))
+    solver.add(*[ENV[p.name] >= p.lower for p in program.params], *domain(y, y_env))
     solver.add(z3.Not(z3.Or(z(target) <= 0, *disjuncts)))
     return solver.check() == z3.unsat

@@ -124,11 +124,11 @@ class Context:
 
 
 def site_facts(program: Program, y: Site) -> Facts:
-    """Parameters >= 0, and y's loop ranges and guards."""
+    """Parameters at or above their lower bounds, and y's loop ranges and guards."""
     env = {p.name: ENV[p.name] for p in program.params}
     for loop in y.loops:
         env[loop.var] = ENV[loop.var]
-    return Facts([ENV[p.name] >= 0 for p in program.params] + domain(y, env))
+    return Facts([ENV[p.name] >= p.lower for p in program.params] + domain(y, env))
 
 
 def iters_facts(ctx: "Context", y: Site, facts: Facts, node) -> Facts:

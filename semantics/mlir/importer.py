@@ -18,7 +18,8 @@ Engines `DM` (the data-mover core) and `COMPUTE` (the compute core). Per MLIR op
   `arith.select` between memrefs splits each op using it into an `if` on the select's
   condition (double buffering by `i mod 2` stays exact);
 - any other op with memref operands (`memref.dealloc`, `test.op`, calls) is global:
-  one op per engine (`dealloc_b_DM`, `dealloc_b_COMPUTE`), reading and writing those
+  one op per engine (`dealloc_b_DM`, `dealloc_b_COMPUTE`), replicas of one logical op
+  (`replica dealloc_b`: they never conflict with each other), reading and writing those
   memrefs; ops that define memrefs (allocs) or only read metadata are not ops;
 - an integer, index or i1 value the import cannot compute (a function argument, the
   result of an unknown op) becomes a runtime parameter named after it.
@@ -285,11 +286,13 @@ class _Importer:
         base = re.sub(r"\W", "_", short if dialect in ("memref", "func") else name)
         first = self.values.first_root(memrefs[0])
         stmts = []
+        group = self._fresh(f"{base}_{first}", "op")  # the logical op; its replicas never conflict
         for engine in (DM, COMPUTE):
-            stmts += self._ops(op, engine, f"{base}_{first}_{engine}", memrefs, memrefs, self._lat(op, name, []))
+            stmts += self._ops(op, engine, f"{base}_{first}_{engine}", memrefs, memrefs, self._lat(op, name, []),
+                               replica=group)
         self._emit(out, stmts, op)
 
-    def _ops(self, op, engine, base, reads, writes, lat, split_names=False) -> list:
+    def _ops(self, op, engine, base, reads, writes, lat, split_names=False, replica=None) -> list:
         """One op, or an `if` tree of variants when an operand is an arith.select."""
         trees = [self.values.mem(v) for v in reads + writes]
         loc = self.locs.get(op)
@@ -313,7 +316,8 @@ class _Importer:
             name = self._fresh(f"{stem}_{variant}") if variant else stem
             roots = list(trees)
             acc = lambda rs: tuple(dict.fromkeys(mv.access_of(r) for r in rs))  # noqa: E731 (subview windows: ranges)
-            return [Op(engine, name, acc(roots[:len(reads)]), acc(roots[len(reads):]), lat, loc=loc)]
+            return [Op(engine, name, acc(roots[:len(reads)]), acc(roots[len(reads):]), lat, loc=loc,
+                       replica=replica)]
 
         return build(trees, "", {})
 

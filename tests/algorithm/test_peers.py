@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from algorithm import flags as flags_mod
 from algorithm import tokens as tokens_mod
@@ -32,11 +32,12 @@ from verify.search.generators import param_bounds, programs
 from verify.timing.scheduler import ZERO, HardwareError, load_profile, simulate
 from verify.verdicts import CheckOptions, Verdict
 
+from tests.support.budget import scaled
 from tests.support.corpus import ROOT
 CORPUS = sorted((ROOT / "kernels").glob("*.sync"))
 SUITE = sorted((ROOT / "kernels" / "suite").glob("*.sync"))
 PEERS = ("flags", "tokens")
-SOUNDNESS = CheckOptions(property="soundness", max_states=200_000, timeout=60)
+SOUNDNESS = CheckOptions(property="soundness", max_states=200_000)  # a state budget: no wall clock
 
 
 @functools.lru_cache(maxsize=None)
@@ -182,7 +183,7 @@ def test_peer_output_is_sound_and_deadlock_free(path, strategy):
     assert result.verdict in (Verdict.BISIMILAR, Verdict.OVER_SYNCHRONIZED)
 
 
-@settings(max_examples=30)
+@scaled(0.5)  # 30 in the ci profile
 @given(programs(max_depth=3, engines=(2, 4)))
 def test_peer_output_is_sound_on_generated_programs(program):
     for strategy in PEERS:
@@ -191,12 +192,12 @@ def test_peer_output_is_sound_on_generated_programs(program):
 
 
 @pytest.mark.slow
-@settings(max_examples=150)
+@scaled(2.5)  # 150 in the ci profile
 @given(programs(max_depth=3, engines=(2, 5)))
 def test_peer_output_is_sound_on_more_generated_programs(program):
     for strategy in PEERS:
         result, why = _sound(get_strategy(strategy)(program).program, 2)
-        assert result.holds is not False, f"{strategy}: {why}"
+        assert result.holds is True, f"{strategy}: {why}"  # unknown is never success
 
 
 def _flags_without_drain(program):

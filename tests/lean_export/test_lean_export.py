@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import lean_export.printer as printer
@@ -37,6 +37,7 @@ from semantics.parser import parse, parse_file
 from verify.cli.main import main
 from verify.search.generators import programs, valuations
 
+from tests.support.budget import scaled
 from tests.support.corpus import DATA_DIR, ROOT
 
 KERNELS = sorted((ROOT / "kernels").glob("*.sync")) + sorted((ROOT / "kernels" / "bugs").glob("*.sync"))
@@ -454,7 +455,7 @@ def _python_verdict_bisimilar(program, values) -> bool | None:
     return explore(unrolled).verdict == Verdict.BISIMILAR
 
 
-@settings(max_examples=40)
+@scaled(2 / 3)  # 40 in the ci profile
 @given(st.one_of(programs(synced=True), programs(synced=True, engines=(2, 3))), st.data())
 def test_lean_checker_agrees_with_the_explicit_engine(program, data):
     """The Lean checker's definitions (through tests/support/lean_mirror.py) give the same

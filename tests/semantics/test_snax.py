@@ -10,19 +10,18 @@ import re
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("xdsl")
+import xdsl  # noqa: F401  (a hard dependency: a broken install fails here, never skips)
 
 from algorithm import snax_barrier as rule
-from algorithm.registry import get_strategy  # noqa: E402
-from semantics.errors import KernelError  # noqa: E402
-from semantics.ir import Barrier, For, If, Op, walk_stmts  # noqa: E402
-from semantics.parser import parse  # noqa: E402
-from semantics.printer import print_program  # noqa: E402
-from verify.engines.explicit import check  # noqa: E402
-from semantics.mlir.importer import import_file, import_text  # noqa: E402
-from semantics.mlir.parse import split_cases  # noqa: E402
-from verify.verdicts import CheckOptions, Verdict  # noqa: E402
+from algorithm.registry import get_strategy
+from semantics.errors import KernelError
+from semantics.ir import Barrier, For, If, Op, walk_stmts
+from semantics.parser import parse
+from semantics.printer import print_program
+from verify.engines.explicit import check
+from semantics.mlir.importer import import_file, import_text
+from semantics.mlir.parse import split_cases
+from verify.verdicts import CheckOptions, Verdict
 
 from tests.support.corpus import DATA_DIR, ROOT
 

@@ -57,6 +57,8 @@ class Inst:
     reads: frozenset
     writes: frozenset
     waits: tuple  # ((engine name, threshold value), ...)
+    syncs: tuple = ()  # ((kind, other engine name, flag or queue id), ...): docs/peers.md
+    replica: str | None = None  # replica group (`replica G`): never depends on its group
 
 
 @dataclass
@@ -98,6 +100,8 @@ def unroll_program(program: Program, values: dict) -> Run:
                     reads=frozenset(e for a in stmt.reads for e in elements(a, env)),
                     writes=frozenset(e for a in stmt.writes for e in elements(a, env)),
                     waits=tuple((w.engine, eval_expr(w.threshold, env, dict(iters))) for w in stmt.waits),
+                    syncs=tuple((c.kind, c.engine, eval_expr(c.id, env)) for c in stmt.syncs),
+                    replica=stmt.replica,
                 )
                 local[stmt.engine] += 1
                 seg_local[stmt.engine] += 1
@@ -125,8 +129,11 @@ def unroll_program(program: Program, values: dict) -> Run:
 
 
 def depends(y: Inst, x: Inst) -> bool:
-    """y depends on x: x precedes y, other engine, a common element, one of them writes it."""
+    """y depends on x: x precedes y, other engine, a common element, one of them writes it,
+    and they are not replicas of one logical op (both `replica G`, docs/snax.md)."""
     if not x.id < y.id or x.engine == y.engine:
+        return False
+    if x.replica is not None and x.replica == y.replica:
         return False
     common = (x.reads | x.writes) & (y.reads | y.writes)
     return any(e in x.writes or e in y.writes for e in common)
@@ -234,10 +241,11 @@ def explore(run: Run) -> set[str]:
     return set(shortest(run))
 
 
-def shortest(run: Run) -> dict[str, int]:
+def shortest(run: Run, product_class=None) -> dict[str, int]:
     """For every reachable failure kind, the length of a shortest trace to a state
-    showing it (breadth first over every interleaving)."""
-    product = Product(run)
+    showing it (breadth first over every interleaving). `product_class` (default
+    `Product`) builds the machine pair; tests/support/oracle_peers.py adds flags and tokens."""
+    product = (product_class or Product)(run)
     start = product.initial()
     depth = {start: 0}
     queue = deque([start])

@@ -16,7 +16,7 @@ from verify.verdicts import CheckOptions, Verdict
 
 
 def plan_instances(program: Program, max_param: int) -> Plan:
-    bounds = tuple((p.name, 0, max_param) for p in program.params)
+    bounds = tuple((p.name, p.lower, max(max_param, p.lower)) for p in program.params)
     options = CheckOptions(max_states=MAX_STATES)
     bisimilar, unknown = [], []
     failing, failure_lines, failing_small = None, (), False
@@ -42,5 +42,5 @@ def plan_instances(program: Program, max_param: int) -> Plan:
             failure_lines = tuple(comment_safe(line) for line in failure_lines)
     # The largest qualifying valuations say the most; keep their order stable.
     proved = tuple(bisimilar[-MAX_INSTANCES:])
-    text = ", ".join(f"{name} in 0..{max_param}" for name, _, _ in bounds) or "no parameters"
+    text = ", ".join(f"{name} in {lo}..{hi}" for name, lo, hi in bounds) or "no parameters"
     return Plan(proved, failing, failing_small, tuple(failure_lines), tuple(unknown), text)

@@ -57,7 +57,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
                    help="inclusive bounds for one parameter (NAME=LO..HI or NAME=VALUE)")
     p.add_argument("--max-param", type=int, metavar="K",
-                   help="bound every parameter not given by --param to 0..K (default 3)")
+                   help="bound every parameter not given by --param to LOWER..max(K, LOWER), LOWER its declared "
+                        "lower bound (`param K >= 1`; default 0), K default 3")
     p.add_argument("--engine", choices=[e.value for e in EngineName], default=EngineName.EXPLICIT.value)
     p.add_argument("--property", choices=PROPERTIES, default=Property.BISIMULATION.value)
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
@@ -108,7 +109,7 @@ def _cmd_verify(args) -> int:
     check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
     strategy = get_strategy(args.strategy)
-    bounds = parse_bounds(program, args.param, args.max_param)
+    bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
     sync_result = strategy(program)
@@ -154,7 +155,8 @@ def _cmd_verify(args) -> int:
 def _print_result(args, result, proof, proof_text, sync_result, extra=None) -> None:
     if args.json:
         data = result_json(result, args.strategy)
-        if proof.get("status") == "proved" and all(lo == 0 for lo, _ in proof["domain"].values()):
+        lowest = {p.name: p.lower for p in sync_result.program.params}  # the declared assumptions
+        if proof.get("status") == "proved" and all(lo <= lowest.get(n, 0) for n, (lo, _) in proof["domain"].items()):
             data["scope"] = "all"
         data["all_values"] = proof
         data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}

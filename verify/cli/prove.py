@@ -52,8 +52,13 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
     data = proof.to_json()
     proved = sum(1 for o in proof.obligations if o.status == ProofStatus.PROVED)
     if proof.status == ProofStatus.PROVED:
-        domain = ", ".join(f"{name} >= {lo}" for name, lo in lower if lo > 0)
-        which = f"every parameter value with {domain}" if domain else "every parameter value"
+        declared = {p.name: p.lower for p in program.params}
+        narrowed = ", ".join(f"{name} >= {lo}" for name, lo in proof.lower if lo > declared.get(name, 0))
+        which = "every parameter value"
+        if proof.assumptions:
+            which += f" under the kernel's assumptions ({', '.join(proof.assumptions)})"
+        if narrowed:
+            which += f" with {narrowed} (from --param)"
         return result, data, [f"all parameter values: proved ({proved} obligations, {proof.seconds:.1f} s): "
                               f"the {args.property} property holds for {which}, not only within the bounds."]
     if proof.status == ProofStatus.REFUTED:

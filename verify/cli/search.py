@@ -109,7 +109,7 @@ def cmd_mutate(args) -> int:
 
     check_strategy(args.strategy)
     program = load(args.file)
-    bounds = parse_bounds(program, args.param, args.max_param)
+    bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
     synced = get_strategy(args.strategy)(program).program

@@ -61,6 +61,7 @@ class Z3Options:
     encoding: str = "events"  # "events" (one query, event times) or "steps" (BMC depth by depth)
     max_depth: int | None = None  # steps only; None: every depth a complete answer needs
     query_timeout_ms: int = 60_000  # per Z3 query
+    query_rlimit: int | None = None  # per Z3 query, in Z3 resource units (deterministic; None: none)
     timeout: float | None = None  # seconds for the whole check
     seed: int = 0  # Z3's random seed
     dump_smt: str | None = None  # directory for the .smt2 of a query that ends unknown
@@ -141,6 +142,8 @@ class _Search:
             if remaining is not None:
                 budget = min(budget, max(1, int(remaining * 1000)))
             solver.set("timeout", budget)
+            if self.options.query_rlimit is not None:
+                solver.set("rlimit", self.options.query_rlimit)
             solver.push()
             solver.add(z3.Or(*[findings[k] for k in self.wanted]))
             answer = solver.check()

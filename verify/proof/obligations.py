@@ -40,7 +40,9 @@ class ProofOptions:
     seed: int = 0
     dump_smt: str | None = None  # directory for the .smt2 of a query that ends unknown
     max_states: int = 200_000  # for the explicit check of a model's valuation
-    lower: tuple = ()  # (name, value): parameters range over value.. instead of 0..
+    # (name, value): parameters range over value.. instead of their declared lower bound
+    # (`param K >= 1`; 0 if none); the larger of the two applies (see `domain_lower`).
+    lower: tuple = ()
     progress: Callable[[str], None] | None = None
 
 
@@ -95,6 +97,13 @@ def loop_sites(program: Program) -> list[Site]:
     return found
 
 
+def domain_lower(program: Program, options: ProofOptions) -> dict[str, int]:
+    """The lowest value of every parameter in the proof's domain: its declared lower
+    bound (the kernel's assumption), raised by `options.lower`."""
+    given = dict(options.lower)
+    return {p.name: max(p.lower, given.get(p.name, 0)) for p in program.params}
+
+
 class Prover:
     def __init__(self, program: Program, options: ProofOptions):
         self.program = program
@@ -102,8 +111,8 @@ class Prover:
         self.terms = Terms(program)
         self.depth = depth(program)
         self.start = time.monotonic()
-        lower = dict(options.lower)
-        self.nonneg = [p >= lower.get(n, 0) for n, p in self.terms.params.items()]
+        lower = domain_lower(program, options)
+        self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
         self.dumped = 0
 
     def out_of_time(self) -> bool:

@@ -49,7 +49,7 @@ from semantics.symbolic import conflicting_pairs
 from verify.proof.counts import Unsupported
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
-    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, divisors, loop_sites,
+    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, divisors, domain_lower, loop_sites,
 )
 
 
@@ -62,10 +62,12 @@ class Proof:
     counterexample: object = None  # the explicit CheckResult at a refuting valuation
     seconds: float = 0.0
     lower: tuple = ()  # the domain: (name, lowest value) per parameter, no upper bound
+    assumptions: tuple[str, ...] = ()  # the kernel's declared lower bounds, as `K >= 1`
 
     def to_json(self) -> dict:
         return {"status": self.status, "property": self.property, "reason": self.reason,
                 "domain": {name: [lo, None] for name, lo in self.lower},
+                "assumptions": list(self.assumptions),
                 "seconds": round(self.seconds, 3),
                 "obligations": [o.to_json() for o in self.obligations]}
 
@@ -90,7 +92,7 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     (issue 15 item 10: a 5 s budget took 12 s, the default one 64 s)."""
     from verify.engines.deadline import DeadlineReached, interrupt_at
 
-    lower = dict(options.lower)
+    lower = domain_lower(program, options)
     began = time.monotonic()
     deadline = None if options.timeout is None else began + options.timeout
     try:
@@ -99,7 +101,13 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     except DeadlineReached:
         proof = Proof(UNKNOWN, options.property, reason=f"the proof's time budget of {options.timeout:g} s ran out",
                       seconds=time.monotonic() - began)
-    return attrs.evolve(proof, lower=tuple((p.name, lower.get(p.name, 0)) for p in program.params))
+    return attrs.evolve(proof, lower=tuple((p.name, lower[p.name]) for p in program.params),
+                        assumptions=assumptions(program))
+
+
+def assumptions(program: Program) -> tuple[str, ...]:
+    """The kernel's declared parameter assumptions (`param K >= 1`), as text."""
+    return tuple(f"{p.name} >= {p.lower}" for p in program.params if p.lower > 0)
 
 
 def _prove(program: Program, options: ProofOptions, deadline: float | None) -> Proof:
@@ -152,7 +160,7 @@ def _prove(program: Program, options: ProofOptions, deadline: float | None) -> P
             # The model's valuation may be large (Z3 does not minimize); the same
             # failure usually shows at the model's values capped at a small c, so
             # those are tried first. Every verdict comes from the explicit engine.
-            lower = dict(options.lower)
+            lower = domain_lower(program, options)
             tries = [{k: max(lower.get(k, 0), min(v, cap)) for k, v in o.model.items()}
                      for cap in range(4, 17)] + [o.model]
             for valuation in dict.fromkeys(tuple(t.items()) for t in tries):

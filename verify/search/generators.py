@@ -65,14 +65,15 @@ _MAX_TRIP = 3
 
 def param_bounds(program: Program, hi: int, lo: int = 0) -> tuple[tuple[str, int, int], ...]:
     """Inclusive bounds `((name, lo, hi), ...)` for every parameter of `program`,
-    in declaration order (the format `verify.engines.explicit.check` takes)."""
-    return tuple((p.name, lo, hi) for p in program.params)
+    in declaration order (the format `verify.engines.explicit.check` takes); a
+    parameter's declared lower bound (`param K >= 1`) raises both ends to at least it."""
+    return tuple((p.name, max(lo, p.lower), max(hi, p.lower)) for p in program.params)
 
 
 def valuations(program: Program, hi: int = 2) -> st.SearchStrategy[dict[str, int]]:
-    """Parameter valuations of `program`: a dict with every parameter in `0..hi`
-    (shrinks toward all zeros)."""
-    return st.fixed_dictionaries({p.name: st.integers(0, hi) for p in program.params})
+    """Parameter valuations of `program`: a dict with every parameter in `lower..hi`,
+    lower its declared lower bound (default 0; shrinks toward the lower bounds)."""
+    return st.fixed_dictionaries({p.name: st.integers(p.lower, max(hi, p.lower)) for p in program.params})
 
 
 def programs(

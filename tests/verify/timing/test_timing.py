@@ -10,7 +10,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from algorithm.registry import get_strategy
 from semantics.machines import ISSUE, Counter, Reference
@@ -20,6 +20,7 @@ from verify.cli.main import main
 from verify.search.generators import programs
 from verify.timing.scheduler import ZERO, arithmetic_ops, load_profile, simulate
 
+from tests.support.budget import scaled
 from tests.support.corpus import ROOT
 CORPUS = sorted((ROOT / "kernels").glob("*.sync"))
 SUITE = sorted((ROOT / "kernels" / "suite").glob("*.sync"))
@@ -73,7 +74,7 @@ def test_oracle_is_a_lower_bound_and_zero_cost_threshold_meets_it(path):
     assert simulate(exact, ZERO).cycles == simulate(unroll(program, values), ZERO, oracle=True).cycles
 
 
-@settings(max_examples=25)
+@scaled(0.4)  # 25 in the ci profile
 @given(programs(max_depth=3, engines=(2, 4)))
 def test_zero_cost_threshold_equals_oracle_on_generated_programs(program):
     result = get_strategy("threshold")(program)
