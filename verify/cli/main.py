@@ -24,7 +24,9 @@ from verify.cli import mlir as cli_mlir
 from verify.cli import prove as cli_prove
 from verify.cli import search as cli_search
 from verify.cli import timing as cli_timing
-from verify.engines.explicit import InternalError, check
+from verify.cli import fanout as cli_fanout
+from verify.engines import select as engine_select
+from verify.engines.explicit import InternalError
 from verify.cli.report import result_json, result_text
 from verify.verdicts import PROPERTIES, CheckOptions, Verdict
 
@@ -60,7 +62,11 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="inclusive bounds for one parameter (NAME=LO..HI or NAME=VALUE)")
     p.add_argument("--max-param", type=int, metavar="K",
                    help="bound every parameter not given by --param to 0..K (default 3)")
-    p.add_argument("--engine", choices=["explicit", "z3", "both"], default="explicit")
+    p.add_argument("--engine", choices=[*engine_select.CHOICES, "z3", "both"], default=engine_select.AUTO,
+                   help="auto (default): hb for waits and barriers, explicit for flags and tokens; "
+                        "hb: the happens-before engine; explicit: the product exploration; z3; "
+                        "both: explicit and z3, which must agree")
+    cli_fanout.add_arguments(p, "the parameter valuations")
     p.add_argument("--property", choices=PROPERTIES, default="bisimulation")
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
                    help="state limit per parameter valuation; reaching it gives 'unknown'")
@@ -146,10 +152,12 @@ def _cmd_verify(args) -> int:
 
     results = {}
     try:
-        if args.engine in ("explicit", "both"):
+        if args.engine != "z3":  # a per-valuation engine (`both`: the explicit one, and z3)
             options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
                                    progress=progress)
-            results["explicit"] = check(synced, bounds, options)
+            engine = engine_select.EXPLICIT if args.engine == "both" else args.engine
+            results["explicit" if args.engine == "both" else args.engine] = engine_select.check(
+                synced, bounds, options, engine, cli_fanout.fan_out_of(args))
         if args.engine in ("z3", "both"):
             # the Z3 engine module is imported here, but z3 itself is already loaded by the
             # strategies (issue 16 is to make `check` start without it)
