@@ -24,7 +24,9 @@ from verify.cli import mlir as cli_mlir
 from verify.cli import prove as cli_prove
 from verify.cli import search as cli_search
 from verify.cli import timing as cli_timing
-from verify.engines.explicit import InternalError, check
+from verify.cli import fanout as cli_fanout
+from verify.engines import select as engine_select
+from verify.engines.explicit import InternalError
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds
 from verify.cli.report import result_json, result_text
 from verify.progress import Progress
@@ -59,7 +61,12 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-param", type=int, metavar="K",
                    help="bound every parameter not given by --param to LOWER..max(K, LOWER), LOWER its declared "
                         "lower bound (`param K >= 1`; default 0), K default 3")
-    p.add_argument("--engine", choices=[e.value for e in EngineName], default=EngineName.EXPLICIT.value)
+    p.add_argument("--engine", choices=[*engine_select.CHOICES, EngineName.Z3.value, EngineName.BOTH.value],
+                   default=EngineName.AUTO.value,
+                   help="auto (default): hb for waits and barriers, explicit for flags and tokens; "
+                        "hb: the happens-before engine; explicit: the product exploration; z3; "
+                        "both: explicit and z3, which must agree")
+    cli_fanout.add_arguments(p, "the parameter valuations")
     p.add_argument("--property", choices=PROPERTIES, default=Property.BISIMULATION.value)
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
                    help="state limit per parameter valuation; reaching it gives 'unknown'")
@@ -122,10 +129,12 @@ def _cmd_verify(args) -> int:
 
     results = {}
     try:
-        if args.engine in (EngineName.EXPLICIT, EngineName.BOTH):
+        if args.engine != EngineName.Z3:  # a per-valuation engine (`both`: the explicit one, and z3)
             options = CheckOptions(property=args.property, max_states=args.max_states, timeout=timeout(),
                                    progress=progress)
-            results["explicit"] = check(synced, bounds, options)
+            engine = EngineName.EXPLICIT if args.engine == EngineName.BOTH else args.engine
+            results[EngineName.EXPLICIT if args.engine == EngineName.BOTH else args.engine] = engine_select.check(
+                synced, bounds, options, engine, cli_fanout.fan_out_of(args))
         if args.engine in (EngineName.Z3, EngineName.BOTH):
             # the Z3 engine module is imported here, but z3 itself is already loaded by the
             # strategies (issue 16 is to make `check` start without it)

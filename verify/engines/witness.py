@@ -4,7 +4,8 @@ witness here (the Z3 engine after replaying its decoded trace on the Python mach
 
 from __future__ import annotations
 
-from semantics.machines import Label, describe_label
+from semantics.machines import Counter, Label, Reference, describe_label
+from semantics.sequential import Unrolled
 from verify.verdicts import SEVERITY, Verdict, Witness
 
 
@@ -22,11 +23,18 @@ def witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
         return None
     verdict = max(first, key=SEVERITY.__getitem__)
     state, labels = first[verdict]
+    return explain(verdict, unrolled, ref, ctr, state, labels, trace_to(parent, state))
+
+
+def explain(verdict: Verdict, unrolled: Unrolled, ref: Reference, ctr: Counter, state, labels,
+            trace: tuple[Label, ...]) -> Witness:
+    """The witness of `verdict` in product `state` (reached by `trace`), where `labels` are
+    the issue labels the machines disagree on: for every engine, the same words."""
     r, c = state
     lines = []
     engines = unrolled.program.engines
     if verdict == Verdict.UNSOUND and ctr.error(c):
-        last = trace_to(parent, state)[-1:]
+        last = trace[-1:]
         who = f" when {describe_label(unrolled, last[0])}" if last else ""
         lines.append(f"hardware error: {ctr.error(c)}{who}")
     for label in labels:
@@ -65,4 +73,4 @@ def witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
                              f"blocks it: C[{engines[f]}] = {value}")
     if verdict == Verdict.DEADLOCK:
         lines.insert(0, "no engine can take a step, and not every engine has finished")
-    return Witness(verdict, unrolled, trace_to(parent, state), tuple(labels), tuple(lines))
+    return Witness(verdict, unrolled, tuple(trace), tuple(labels), tuple(lines))
