@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from semantics.ir import Program
 
-from verify.proof.prove import ProofOptions, prove
 from verify.verdicts import CheckResult
+
+# The proof loads z3 and sympy: imported where it runs, so that `check` and `sync` start
+# without them (docs/sync-speed.md). verify/proof/obligations.py ProofOptions.timeout.
+DEFAULT_PROOF_TIMEOUT = 60.0
 
 
 def add_arguments(p) -> None:
     p.add_argument("--scope", choices=["auto", "bounded"], default="auto",
                    help="auto (default): after a bounded success, also try to prove the property for every "
                         "parameter value (JSON scope 'all' when proved); bounded: skip that proof")
-    p.add_argument("--proof-timeout", type=float, default=ProofOptions().timeout, metavar="SECONDS",
+    p.add_argument("--proof-timeout", type=float, default=DEFAULT_PROOF_TIMEOUT, metavar="SECONDS",
                    help="time limit of the all-values proof (default %(default)s)")
 
 
@@ -32,6 +35,8 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
             ["all parameter values: the kernel has no parameters, so the check above covered its only run."]
     # Lower bounds given with --param restrict the proof too (K=1..3: every K >= 1).
     lower = tuple((name, lo) for name, lo, _ in bounds)
+    from verify.proof.prove import ProofOptions, prove
+
     options = ProofOptions(property=args.property, timeout=args.proof_timeout, dump_smt=args.dump_smt,
                            progress=progress, lower=lower)
     proof = prove(program, options)
