@@ -99,7 +99,7 @@ def plan_barrier(program: Program) -> Plan:
         if k == 0 and b == 0:
             plan.entries.append(entry)
             continue
-        facts = site_facts(program, y)
+        facts = site_facts(ctx, y)
         targets = ctx.by_engine[entry.engine]
         names = ctx.names(targets)
         env = {p.name: Var(p.name) for p in program.params}
@@ -114,7 +114,7 @@ def plan_barrier(program: Program) -> Plan:
             start = BinOp("+", before_body, full_count(body[:b], env, names, facts))
         except Unsupported as why:
             raise Unsupported(f"barrier: cannot count the instances before the region of {y.op.name}: {why}")
-        threshold = closed_iters(program, y, simplify(BinOp("-", entry.threshold, start)))
+        threshold = closed_iters(ctx, y, simplify(BinOp("-", entry.threshold, start)))
         threshold = tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
         plan.entries.append(PlanEntry(entry.op, entry.engine, threshold, entry.exact, entry.note))
     return plan

@@ -217,14 +217,14 @@ def test_flat_index_plan_stays_exact_after_other_plans_in_the_process():
 
 @pytest.mark.parametrize("name", ["six_engine_block", "triangular_attention", "if_else_split", "zero_trip_acc"])
 def test_sync_output_is_unchanged_by_fresh_z3_contexts(monkeypatch, name):
-    # Long kernels are planned in a fresh Z3 context every FRESH_CONTEXT_EVERY ops
+    # Long kernels are planned in a fresh Z3 context every RENEW_AFTER_OPS ops
     # (Z3's per-query cost grows with its term table); a reset before every op, in
     # planning, irredundancy and the barrier pass, must give the same kernels: no
     # stale term, prefix fact or id-keyed memo entry survives a reset.
     program = program_of(next(p for p in CORPUS if p.stem == name))
     synced = lambda: [print_program(get_strategy(s)(program).program) for s in ("threshold", "barrier")]
     expected = synced()
-    monkeypatch.setattr(threshold_mod, "FRESH_CONTEXT_EVERY", 1)
+    monkeypatch.setattr(threshold_mod, "RENEW_AFTER_OPS", 1)
     assert synced() == expected
 
 
