@@ -53,7 +53,7 @@ from semantics.simplify import simplify
 class PlanEntry:
     op: str
     engine: str  # producer engine F
-    threshold: object  # IR expression
+    threshold: object  # IR expression; None: not countable (the op needs a local barrier)
     exact: bool
     note: str | None = None
     # For the irredundancy pass: the candidate producer instances (site, candidate),
@@ -432,9 +432,14 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
                 try:
                     threshold, exact = count_before_y(ctx, y, targets, facts), False
                 except Unsupported as why:
+                    # Neither exact nor conservative: the caller places a local barrier
+                    # before y (algorithm/barrier.py); never a refusal.
                     where = f"line {y.op.loc.line}: " if y.op.loc else ""
-                    raise Unsupported(f"{where}the threshold strategy cannot count the {engine} instances before "
-                                      f"op '{y.op.name}' ({why}); the exact analysis failed too ({notes[0]})") from None
+                    plan.entries.append(PlanEntry(
+                        y.op.name, engine, None, False,
+                        f"{where}cannot count the {engine} instances before it ({why}); the exact analysis "
+                        f"failed too ({notes[0]})"))
+                    continue
             else:
                 threshold = parts[0]
                 for part in parts[1:]:
