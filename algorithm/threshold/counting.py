@@ -35,11 +35,26 @@ from algorithm.threshold.sums import as_congruence, as_interval, guard_count, lo
 
 
 def full_count(body, env: dict, targets: frozenset[str], facts: Facts):
-    """Target instances one execution of `body` runs, under loop/param values `env`."""
+    """Target instances one execution of `body` runs, under loop/param values `env`
+    (memoized in the session: the same statements, values, targets and facts give the
+    same count)."""
+    memo = facts.session.counts
+    key = (tuple(id(s) for s in body), tuple(sorted(env.items(), key=_first)), targets, facts._key)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[1]
     total = Const(0)
     for stmt in body:
         total = BinOp("+", total, _stmt_count(stmt, env, targets, facts))
-    return tidy(total, facts)
+    result = tidy(total, facts)
+    # The statements and the facts' Z3 terms stay alive while their ids are keys (Z3
+    # reuses the id of a freed term).
+    memo[key] = (tuple(body), result, facts.assertions)
+    return result
+
+
+def _first(item):
+    return item[0]
 
 
 def _stmt_count(stmt, env, targets, facts):
