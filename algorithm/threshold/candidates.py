@@ -197,9 +197,10 @@ def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
             if not any(mentions(nonempty, v) for v in later_vars):
                 out.append(simplify_cond(subst(nonempty, env_u)))
             if stmt.var in pinned:
-                value = pinned[stmt.var]
-                for c in (Compare("<=", stmt.lo, value), Compare("<", value, stmt.hi)):
-                    c = subst(c, {**env_u, **pinned})
+                # The pinned value is already over the candidate's names (and y's, which
+                # may share a loop variable's name with x's): substitute into the bounds only.
+                value, names = pinned[stmt.var], {**env_u, **pinned}
+                for c in (Compare("<=", subst(stmt.lo, names), value), Compare("<", value, subst(stmt.hi, names))):
                     if not any(mentions(c, v) for v in later_vars):
                         out.append(simplify_cond(c))
         elif step.branch and not any(mentions(stmt.cond, v) for v in later_vars):

@@ -40,7 +40,7 @@ import z3
 
 from semantics.context import Site, common_depth, sites, static_order
 from semantics.ir import (
-    BinOp, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Program, Var, Wait, map_ops,
+    BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Program, Var, Wait, map_ops,
 )
 from semantics.symbolic import conflicting_pairs, domain
 from algorithm.threshold.candidates import Candidate, candidates_of, conjoin, prove_candidates  # noqa: F401 (used by irredundant)
@@ -414,12 +414,20 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
             parts, notes, sources, closed_parts = [], [], [], []
             for x, pair in producers:
                 try:
+                    if never_before(x, y):
+                        continue  # no x-instance precedes y: no dependence, nothing to prove
                     candidates = candidates_of(program, x, y, pair)
-                    why = prove_candidates(ctx.session, program, x, y, pair, candidates)
+                    dominant = dominates(x, y, candidates)
+                    # A dominating candidate is exact by construction; the later ones are
+                    # only proved to be conflicting earlier instances (irredundancy uses them).
+                    why = prove_candidates(ctx.session, program, x, y, pair, candidates, soundness_only=dominant)
                     if why:
                         raise Unsupported(f"{x.op.name} -> {y.op.name}: {why}")
                     part, closed_part = Const(0), Const(0)
-                    for candidate in reversed(candidates):
+                    for n, candidate in enumerate(reversed(candidates)):
+                        if dominant and n < len(candidates) - 1:
+                            sources.append((x, candidate))  # masked by the first: never counted
+                            continue
                         count, closed = _candidate_count(ctx, x, y, candidate, targets, facts)
                         part = IfExpr(candidate.condition, count, part)
                         closed_part = None if closed is None or closed_part is None else IfExpr(candidate.condition, closed, closed_part)
@@ -441,6 +449,8 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
                         f"failed too ({notes[0]})"))
                     continue
             else:
+                if not parts:
+                    continue  # no producer precedes y
                 threshold = parts[0]
                 for part in parts[1:]:
                     threshold = Max(threshold, part)
@@ -458,6 +468,27 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
             plan.entries.append(PlanEntry(y.op.name, engine, threshold, exact, "; ".join(notes) or None,
                                           tuple(sources) if exact else (), closed))
     return plan
+
+
+TRUE = Compare("==", Const(0), Const(0))  # candidates.conjoin's empty conjunction
+
+
+def dominates(x: Site, y: Site, candidates) -> bool:
+    """Dominance (issue 16): x sits directly in a body on y's trail (no loop or guard of
+    its own), before y, and its first candidate, x in y's own iteration, conflicts
+    unconditionally (the index equations simplified to true). Then that instance is
+    the last conflicting x-instance before y: any later x-instance is in a later
+    iteration of a loop that encloses y, so after y. No proof is needed for it."""
+    depth = common_depth(x, y)
+    return (static_order(x, y) == "before" and depth == len(x.trail) - 1 and bool(candidates)
+            and candidates[0].depth == depth and candidates[0].condition == TRUE)
+
+
+def never_before(x: Site, y: Site) -> bool:
+    """x comes after y in their common body and no loop encloses both: every x-instance
+    follows every y-instance in program order."""
+    depth = common_depth(x, y)
+    return static_order(x, y) == "after" and not any(isinstance(s.stmt, For) for s in x.trail[:depth])
 
 
 def apply_plan(program: Program, entries) -> Program:

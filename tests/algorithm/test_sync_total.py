@@ -132,3 +132,26 @@ def test_sync_output_does_not_depend_on_what_ran_before():
     first = [print_program(get_strategy("threshold")(parse_file(str(k))).program) for k in kernels]
     again = [print_program(get_strategy("threshold")(parse_file(str(k))).program) for k in reversed(kernels)]
     assert first == list(reversed(again))
+
+
+def test_mixed_plain_and_modular_index_is_exact_and_bisimilar():
+    """tests/data/repro/threshold_conservative_mixed_index.sync: `writes c[i2]` (i2 in
+    i1..N) against `writes c[(i1 + 1) % 2]` in the loop of i1. The pinned inner index
+    bounds the outer one (i1' <= (i1 + 1) % 2), but the bound was substituted twice,
+    renaming y's i1 into the candidate's, so the bound was lost and one wait was
+    conservative (over-synchronized at N=2)."""
+    program = parse_file(str(REPRO / "threshold_conservative_mixed_index.sync"))
+    result = get_strategy("threshold")(program)
+    assert result.stats["conservative"] == 0 and not result.stats["fallback"]
+    verdict = check(result.program, param_bounds(program, 4), CheckOptions(property="bisimulation"))
+    assert verdict.verdict == Verdict.BISIMILAR
+
+
+@pytest.mark.slow
+def test_nested_ifs_reproducer_plans_and_is_bisimilar():
+    """tests/data/repro/threshold_slow_nested_ifs.sync ran past 120 s (re-counting the
+    same nested `if`s for every op); with counts memoized in the session it plans."""
+    program = parse_file(str(REPRO / "threshold_slow_nested_ifs.sync"))
+    result = get_strategy("threshold")(program)
+    prop = "bisimulation" if not result.stats["conservative"] and not result.stats["fallback"] else "soundness"
+    assert check(result.program, param_bounds(program, 3), CheckOptions(property=prop)).holds is True
