@@ -15,6 +15,14 @@ and waits whose producer lies before the region's start (T <= 0) disappear: the
 barrier already orders them. Input waits and barriers are replaced. Sound, not
 minimal: the barriers stall every engine at every iteration boundary.
 
+Never refused: an op whose wait cannot be counted in closed form (not even the
+conservative "every earlier instance") gets a *local barrier* right before it (a
+loop or `if` holding one is treated as a barrier loop), and the plan is redone
+until every wait is counted; an op right after a barrier needs no wait. The
+threshold strategy falls back to this program when one of its own waits cannot be
+counted (algorithm/registry.py, reported as `fallback`), as PTOAS falls back to a full
+pipe barrier.
+
 Source: "all-engine barriers at iteration boundaries, resetting synchronization
 state so each loop body can be treated as straight-line" (the paper's baseline);
 snax-mlir `insert-sync-barrier` (a `snax.cluster_sync_op` before the first
@@ -34,72 +42,107 @@ from algorithm.threshold import (
 )
 
 
-def needs_barriers(loop: For) -> bool:
-    """Does the loop's body hold a possible cross-engine dependence?"""
+def needs_barriers(loop: For, local: frozenset = frozenset()) -> bool:
+    """Does the loop's body hold a possible cross-engine dependence (or a local barrier)?"""
     body_ops = [s for s in walk_stmts(loop.body) if isinstance(s, Op)]
-    return any(
+    return any(op.name in local for op in body_ops) or any(
         x.engine != y.engine and conflicting_pairs(x, y)
         for n, x in enumerate(body_ops) for y in body_ops[n + 1:]
     )
 
 
-def _guards_barriers(stmt) -> bool:
-    """An `if` with a barrier loop in a branch: the barriers run on one path only, so
-    a barrier after the `if` starts the next region the same way on every path."""
+def _guards_barriers(stmt, local: frozenset = frozenset()) -> bool:
+    """An `if` with a barrier loop (or a local barrier) in a branch: the barriers run on
+    one path only, so a barrier after the `if` starts the next region the same way on
+    every path."""
     return isinstance(stmt, If) and any(
-        isinstance(s, For) and needs_barriers(s) for s in walk_stmts(stmt.then + stmt.else_))
+        isinstance(s, For) and needs_barriers(s, local) or isinstance(s, Op) and s.name in local
+        for s in walk_stmts(stmt.then + stmt.else_))
 
 
-def _insert(body) -> tuple:
+def _insert(body, local: frozenset = frozenset()) -> tuple:
     out = []
     for stmt in body:
         match stmt:
             case For():
-                inner = _insert(stmt.body)
-                if needs_barriers(stmt):
-                    out.append(attrs.evolve(stmt, body=(Barrier(),) + inner))
+                inner = _insert(stmt.body, local)
+                if needs_barriers(stmt, local):
+                    start = () if inner and isinstance(inner[0], Barrier) else (Barrier(),)
+                    out.append(attrs.evolve(stmt, body=start + inner))
                     out.append(Barrier())
                 else:
                     out.append(attrs.evolve(stmt, body=inner))
             case If():
-                out.append(attrs.evolve(stmt, then=_insert(stmt.then), else_=_insert(stmt.else_)))
-                if _guards_barriers(stmt):
+                out.append(attrs.evolve(stmt, then=_insert(stmt.then, local), else_=_insert(stmt.else_, local)))
+                if _guards_barriers(stmt, local):
                     out.append(Barrier())
             case Op():
+                if stmt.name in local and not (out and isinstance(out[-1], Barrier)):
+                    out.append(Barrier())
                 out.append(stmt)
             case Barrier():
                 pass  # input barriers are replaced
     return tuple(out)
 
 
-def _region_start(program: Program, y) -> tuple[int, int]:
+def _region_start(program: Program, y, local: frozenset = frozenset()) -> tuple[int, int]:
     """(trail depth k, index b): y's region starts before statement b of the body at
     depth k of y's trail (in the program without barriers)."""
+    if y.op.name in local:
+        return len(y.trail) - 1, y.trail[-1].index
     for k in range(len(y.trail) - 1, -1, -1):
         body = body_at(program, y.trail, k)
         limit = y.trail[k].index
         boundaries = [n + 1 for n in range(limit)
-                      if isinstance(body[n], For) and needs_barriers(body[n]) or _guards_barriers(body[n])]
-        if k > 0 and isinstance(y.trail[k - 1].stmt, For) and needs_barriers(y.trail[k - 1].stmt):
+                      if isinstance(body[n], For) and needs_barriers(body[n], local)
+                      or _guards_barriers(body[n], local)]
+        boundaries += [n for n in range(limit + 1) if isinstance(body[n], Op) and body[n].name in local]
+        if k > 0 and isinstance(y.trail[k - 1].stmt, For) and needs_barriers(y.trail[k - 1].stmt, local):
             boundaries.append(0)
         if boundaries:
             return k, max(boundaries)
     return 0, 0
 
 
-def plan_barrier(program: Program) -> Plan:
-    exact = plan_thresholds(program)
+@attrs.define
+class BarrierPlan(Plan):
+    local: frozenset = frozenset()  # ops that get a local barrier right before them
+
+
+MAX_LOCAL_ROUNDS = 64
+
+
+def plan_barrier(program: Program, exact: Plan | None = None) -> BarrierPlan:
+    """The barrier plan; `exact` is the threshold plan if the caller has it. Ops whose
+    waits cannot be counted get local barriers, until every wait is counted."""
+    exact = exact or plan_thresholds(program)
+    local = frozenset(e.op for e in exact.entries if e.threshold is None)
+    for _ in range(MAX_LOCAL_ROUNDS):
+        plan, failed = _plan_regions(program, exact, local)
+        if not failed:
+            return plan
+        local |= failed
+    raise AssertionError("local barriers did not converge")  # each round adds an op: bounded by the op count
+
+
+def _plan_regions(program: Program, exact: Plan, local: frozenset) -> tuple[BarrierPlan, frozenset]:
     ctx = Context(program)
     all_sites = ctx.sites
-    plan = Plan(dependence_pairs=exact.dependence_pairs)
+    plan = BarrierPlan(dependence_pairs=exact.dependence_pairs, local=local)
+    failed = set()
     for n, entry in enumerate(exact.entries):
         keep_z3_small(n, ctx)
         y = all_sites[entry.op]
-        k, b = _region_start(program, y)
+        k, b = _region_start(program, y, local)
+        if y.op.name in local:
+            continue  # right after its barrier: every earlier instance has completed
+        if entry.threshold is None:
+            failed.add(y.op.name)
+            continue
         if k == 0 and b == 0:
             plan.entries.append(entry)
             continue
-        facts = site_facts(program, y)
+        facts = site_facts(ctx, y)
         targets = ctx.by_engine[entry.engine]
         names = ctx.names(targets)
         env = {p.name: Var(p.name) for p in program.params}
@@ -112,12 +155,13 @@ def plan_barrier(program: Program) -> Plan:
             before_body = BinOp("-", count_before_y(ctx, y, targets, facts),
                                 count_upto(body, env, y.trail[k:], y_values, names, facts, ctx.prefix))
             start = BinOp("+", before_body, full_count(body[:b], env, names, facts))
-        except Unsupported as why:
-            raise Unsupported(f"barrier: cannot count the instances before the region of {y.op.name}: {why}")
-        threshold = closed_iters(program, y, simplify(BinOp("-", entry.threshold, start)))
+        except Unsupported:
+            failed.add(y.op.name)  # the region's start cannot be counted: a barrier right before y
+            continue
+        threshold = closed_iters(ctx, y, simplify(BinOp("-", entry.threshold, start)))
         threshold = tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
         plan.entries.append(PlanEntry(entry.op, entry.engine, threshold, entry.exact, entry.note))
-    return plan
+    return plan, frozenset(failed)
 
 
 def barrier(program: Program) -> Program:
@@ -125,10 +169,10 @@ def barrier(program: Program) -> Program:
     return apply_barrier_plan(program, plan_barrier(program))
 
 
-def apply_barrier_plan(program: Program, plan: Plan) -> Program:
+def apply_barrier_plan(program: Program, plan: BarrierPlan) -> Program:
     """The program with the plan's static waits and the barriers (a plan from plan_barrier)."""
     synced = apply_plan(program, [e for e in plan.entries if not _always_holds(e.threshold)])
-    return attrs.evolve(synced, body=_insert(synced.body))
+    return attrs.evolve(synced, body=_insert(synced.body, plan.local))
 
 
 def _always_holds(threshold) -> bool:

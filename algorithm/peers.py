@@ -31,14 +31,12 @@ construction: a signal covers every earlier instance of its engine.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import attrs
 import z3
 
 from semantics.context import sites as all_sites
 from semantics.ir import Barrier, For, If, Op, Program, Sync, walk_stmts
-from semantics.symbolic import conflict, conflicting_pairs, domain, instance_env, param_env, params_nonnegative
+from semantics.symbolic import conflict, conflicting_pairs, domain
 
 
 @attrs.frozen
@@ -84,29 +82,46 @@ def block_at(program: Program, path: tuple):
     return body
 
 
+# Z3 resource units per query: deterministic, so the plan (and the flags/tokens output)
+# is the same on any machine load; `unknown` counts as "may" (sound).
+CONFLICT_RLIMIT = 20_000_000
+
+
 class _Conflicts:
-    """Z3 queries: may two sites touch one element at given relative iterations?"""
+    """Z3 queries: may two sites touch one element at given relative iterations? One per
+    plan, with its own Z3 context and memo (no state outside it)."""
 
     def __init__(self, program: Program):
         self.program = program
         self.sites = all_sites(program)
-        self.base = param_env(program)
+        self.ctx = z3.Context()
+        self.base = {p.name: z3.Int(p.name, self.ctx) for p in program.params}
+        self._memo: dict = {}
 
-    @lru_cache(maxsize=None)
+    def _env(self, site, tag: str) -> dict:
+        return {**self.base, **{loop.var: z3.Int(f"{loop.var}@{tag}", self.ctx) for loop in site.loops}}
+
     def may(self, x: str, y: str, shared: tuple[str, ...], var: str | None, lo: int, exact: bool) -> bool:
         """x in iteration k and y in iteration k + d of loop `var` (d >= lo, or d == lo
         if exact; no loop: the same run of the block), equal values of the `shared`
         enclosing loop variables; some element touched by both, one writing."""
+        key = (x, y, shared, var, lo, exact)
+        if key not in self._memo:
+            self._memo[key] = self._may(*key)
+        return self._memo[key]
+
+    def _may(self, x: str, y: str, shared: tuple[str, ...], var: str | None, lo: int, exact: bool) -> bool:
         sx, sy = self.sites[x], self.sites[y]
-        ex, ey = instance_env(sx, "x", self.base), instance_env(sy, "y", self.base)
-        solver = z3.Solver()
-        solver.set("timeout", 2000)
-        solver.add(*params_nonnegative(self.program), *domain(sx, ex), *domain(sy, ey))
+        ex, ey = self._env(sx, "x"), self._env(sy, "y")
+        solver = z3.Solver(ctx=self.ctx)
+        solver.set("rlimit", CONFLICT_RLIMIT)
+        solver.add(*[self.base[p.name] >= p.lower for p in self.program.params],  # the declared assumptions
+                   *domain(sx, ex, self.ctx), *domain(sy, ey, self.ctx))
         solver.add(*[ex[v] == ey[v] for v in shared])
         if var is not None:
             gap = ey[var] - ex[var]
             solver.add(gap == lo if exact else gap >= lo)
-        solver.add(conflict(sx.op, ex, sy.op, ey))
+        solver.add(conflict(sx.op, ex, sy.op, ey, self.ctx))
         return solver.check() != z3.unsat
 
 

@@ -57,12 +57,33 @@ def sync_threshold(program: Program, conflicts=None) -> SyncResult:
     conflicts = conflicts or conflicting_pairs
     program = _without_peer_clauses(program)
     plan = plan_thresholds(program, conflicts)
+    uncounted = [e for e in plan.entries if e.threshold is None]
+    if uncounted:
+        return _threshold_fallback(program, plan, uncounted)
     kept, dropped = irredundant(program, plan, conflicts)
     synced = apply_plan(program, kept)
     return SyncResult(synced, {
         "strategy": "threshold", "dependence_pairs": plan.dependence_pairs, **_counts(synced),
         "dropped_redundant": dropped, "conservative": sum(1 for e in kept if not e.exact),
+        "fallback": None, "local_barriers": 0,
         "notes": [f"{e.op} waits on {e.engine} conservatively: {e.note}" for e in kept if not e.exact],
+    })
+
+
+def _threshold_fallback(program: Program, plan, uncounted) -> SyncResult:
+    """Some wait is neither exact nor countable conservatively: the program takes the
+    barrier layout, with a local barrier before each op whose wait cannot be counted
+    (algorithm/barrier.py). Sound, not minimal; reported, never refused."""
+    from algorithm.barrier import apply_barrier_plan, plan_barrier
+
+    barrier_plan = plan_barrier(program, plan)
+    synced = apply_barrier_plan(program, barrier_plan)
+    notes = [f"{e.op} waits on {e.engine}: {e.note}" for e in uncounted]
+    notes.append(f"fell back to the barrier layout with local barriers before {', '.join(sorted(barrier_plan.local))}")
+    return SyncResult(synced, {
+        "strategy": "threshold", "dependence_pairs": plan.dependence_pairs, **_counts(synced),
+        "dropped_redundant": 0, "conservative": sum(1 for e in barrier_plan.entries if not e.exact),
+        "fallback": "barrier", "local_barriers": len(barrier_plan.local), "notes": notes,
     })
 
 
@@ -73,7 +94,9 @@ def _sync_barrier(program: Program) -> SyncResult:
     plan = plan_barrier(program)  # planned once: it is the costly part
     synced = apply_barrier_plan(program, plan)
     return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan.dependence_pairs,
-                               **_counts(synced), "dropped_redundant": 0})
+                               **_counts(synced), "dropped_redundant": 0, "local_barriers": len(plan.local),
+                               "notes": [f"a local barrier before {name}: its waits cannot be counted"
+                                         for name in sorted(plan.local)]})
 
 
 def _sync_snax_barrier(program: Program) -> SyncResult:
@@ -143,7 +166,9 @@ def stats_line(stats: dict) -> str:
         if stats.get(kind):
             parts.append(f"{stats[kind]} {kind}")
     if stats.get("fallback"):
-        parts.append("fell back to barrier")
+        parts.append(f"fell back to {stats['fallback'] if isinstance(stats['fallback'], str) else 'barrier'}")
+    if stats.get("local_barriers"):
+        parts.append(f"{stats['local_barriers']} local barriers")
     if stats.get("conservative"):
         parts.append(f"{stats['conservative']} conservative (not exact)")
     return ", ".join(parts)

@@ -3,7 +3,8 @@
     python bench/sync_bench.py [--strategy threshold] [--ops 100 250 500 1000] [--json]
 
 Each size runs in a fresh subprocess, so peak memory (ru_maxrss) is that size's own.
-The time is the strategy's alone; parsing is reported beside it (its time, and the
+The time is the strategy's alone (wall and CPU: on a shared machine the CPU time is
+the comparable one); parsing is reported beside it (its time, and the
 peak memory once parsed).
 The kernels come from bench/generate.py (a chain of pipelined loop nests).
 """
@@ -31,6 +32,7 @@ program = parse(chain_kernel({blocks}))
 parse_seconds = time.perf_counter() - parse_start
 parse_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 start = time.perf_counter()
+cpu_start = time.process_time()
 # Progress on stderr: one line per 1,000 calls of site_facts (once per op in planning,
 # and once more per planned wait in the barrier pass).
 site_facts, seen = threshold_mod.site_facts, [0]
@@ -42,8 +44,9 @@ def counted(*args):
 threshold_mod.site_facts = counted
 result = get_strategy({strategy!r})(program)
 elapsed = time.perf_counter() - start
+cpu = time.process_time() - cpu_start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({{"ops": len(ops(program)), "seconds": round(elapsed, 2), "peak_mib": round(peak, 1),
+print(json.dumps({{"ops": len(ops(program)), "seconds": round(elapsed, 2), "cpu_seconds": round(cpu, 2), "peak_mib": round(peak, 1),
                   "waits": result.stats["waits"], "dropped": result.stats.get("dropped_redundant", 0),
                   "barriers": result.stats["barriers"], "conservative": result.stats.get("conservative", 0),
                   "parse_seconds": round(parse_seconds, 2), "parse_peak_mib": round(parse_peak, 1)}}))
@@ -72,7 +75,8 @@ def main() -> int:
         rows.append(row)
         if not args.json:
             per_op = 1000 * row["seconds"] / row["ops"]
-            print(f"{row['strategy']:>9} {row['ops']:>6} ops  {row['seconds']:>8.2f} s  ({per_op:.0f} ms/op)  "
+            print(f"{row['strategy']:>9} {row['ops']:>6} ops  {row['seconds']:>8.2f} s  cpu {row['cpu_seconds']:>8.2f} s  "
+                  f"({per_op:.0f} ms/op)  "
                   f"peak {row['peak_mib']:.0f} MiB  waits {row['waits']}  dropped {row['dropped']}  "
                   f"(parse {row['parse_seconds']:.1f} s, {row['parse_peak_mib']:.0f} MiB)", flush=True)
     if args.json:

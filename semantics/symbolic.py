@@ -28,21 +28,22 @@ def py_mod(a, b):
 
 
 def to_z3(node, env: Mapping[str, z3.ArithRef], iters: Mapping[str, z3.ArithRef] | None = None,
-          cache: dict | None = None):
+          cache: dict | None = None, ctx: z3.Context | None = None):
     """The Z3 term of an expression or condition; names are looked up in `env`.
-    `cache` (optional) memoizes terms of shared subexpressions for one env."""
+    `cache` (optional) memoizes terms of shared subexpressions for one env; `ctx` is the
+    Z3 context of the constants (default: z3's main context)."""
     if cache is not None:
         term = cache.get(node)
         if term is None:
-            term = cache[node] = _to_z3(node, env, iters, cache)
+            term = cache[node] = _to_z3(node, env, iters, cache, ctx)
         return term
-    return _to_z3(node, env, iters, None)
+    return _to_z3(node, env, iters, None, ctx)
 
 
-def _to_z3(node, env, iters, cache):
+def _to_z3(node, env, iters, cache, ctx=None):
     match node:
         case Const(value=v):
-            return z3.IntVal(v)
+            return z3.IntVal(v, ctx)
         case Var(name=name):
             return env[name]
         case Iters(var=var):
@@ -50,7 +51,7 @@ def _to_z3(node, env, iters, cache):
                 raise KeyError(f"no symbolic value for iters({var})")
             return iters[var]
         case BinOp(op=op, left=a, right=b):
-            x, y = to_z3(a, env, iters, cache), to_z3(b, env, iters, cache)
+            x, y = to_z3(a, env, iters, cache, ctx), to_z3(b, env, iters, cache, ctx)
             match op:
                 case "+":
                     return x + y
@@ -63,24 +64,24 @@ def _to_z3(node, env, iters, cache):
                 case "%":
                     return py_mod(x, y)
         case Neg(operand=a):
-            return -to_z3(a, env, iters, cache)
+            return -to_z3(a, env, iters, cache, ctx)
         case Min(left=a, right=b):
-            x, y = to_z3(a, env, iters, cache), to_z3(b, env, iters, cache)
+            x, y = to_z3(a, env, iters, cache, ctx), to_z3(b, env, iters, cache, ctx)
             return z3.If(x <= y, x, y)
         case Max(left=a, right=b):
-            x, y = to_z3(a, env, iters, cache), to_z3(b, env, iters, cache)
+            x, y = to_z3(a, env, iters, cache, ctx), to_z3(b, env, iters, cache, ctx)
             return z3.If(x >= y, x, y)
         case IfExpr(cond=c, then=a, else_=b):
-            return z3.If(to_z3(c, env, iters, cache), to_z3(a, env, iters, cache), to_z3(b, env, iters, cache))
+            return z3.If(to_z3(c, env, iters, cache, ctx), to_z3(a, env, iters, cache, ctx), to_z3(b, env, iters, cache, ctx))
         case Compare(op=op, left=a, right=b):
-            x, y = to_z3(a, env, iters, cache), to_z3(b, env, iters, cache)
+            x, y = to_z3(a, env, iters, cache, ctx), to_z3(b, env, iters, cache, ctx)
             return {"==": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
         case And(left=a, right=b):
-            return z3.And(to_z3(a, env, iters, cache), to_z3(b, env, iters, cache))
+            return z3.And(to_z3(a, env, iters, cache, ctx), to_z3(b, env, iters, cache, ctx))
         case Or(left=a, right=b):
-            return z3.Or(to_z3(a, env, iters, cache), to_z3(b, env, iters, cache))
+            return z3.Or(to_z3(a, env, iters, cache, ctx), to_z3(b, env, iters, cache, ctx))
         case Not(operand=a):
-            return z3.Not(to_z3(a, env, iters, cache))
+            return z3.Not(to_z3(a, env, iters, cache, ctx))
     raise TypeError(f"cannot encode {node!r}")
 
 
@@ -104,21 +105,21 @@ def instance_env(site: Site, tag: str, base: Mapping[str, z3.ArithRef]) -> dict[
     return env
 
 
-def domain(site: Site, env: Mapping[str, z3.ArithRef]) -> list:
+def domain(site: Site, env: Mapping[str, z3.ArithRef], ctx: z3.Context | None = None) -> list:
     """The instance exists: every enclosing loop index in range, every guard as taken."""
     facts = []
     for step in site.trail[:-1]:
         stmt = step.stmt
         if isinstance(stmt, For):
             v = env[stmt.var]
-            facts += [to_z3(stmt.lo, env) <= v, v < to_z3(stmt.hi, env)]
+            facts += [to_z3(stmt.lo, env, ctx=ctx) <= v, v < to_z3(stmt.hi, env, ctx=ctx)]
         else:
-            cond = to_z3(stmt.cond, env)
+            cond = to_z3(stmt.cond, env, ctx=ctx)
             facts.append(cond if step.branch else z3.Not(cond))
     return facts
 
 
-def precedes(x: Site, x_env, y: Site, y_env):
+def precedes(x: Site, x_env, y: Site, y_env, ctx: z3.Context | None = None):
     """x's instance comes before y's instance in program order."""
     depth = common_depth(x, y)
     shared = [s.stmt.var for s in x.trail[:depth] if isinstance(s.stmt, For)]
@@ -127,31 +128,34 @@ def precedes(x: Site, x_env, y: Site, y_env):
         equal = [x_env[v] == y_env[v] for v in shared[:level]]
         cases.append(z3.And(*equal, x_env[var] < y_env[var]))
     if static_order(x, y) == "before":
-        cases.append(z3.And(*[x_env[v] == y_env[v] for v in shared]))
-    return z3.Or(*cases) if cases else z3.BoolVal(False)
+        equal = [x_env[v] == y_env[v] for v in shared]
+        cases.append(z3.And(*equal) if equal else z3.BoolVal(True, ctx))
+    return z3.Or(*cases) if cases else z3.BoolVal(False, ctx)
 
 
-def index_overlap(i, i_env, j, j_env):
+def index_overlap(i, i_env, j, j_env, ctx: z3.Context | None = None):
     """Index i (in i_env) and index j (in j_env) share a value: equal points, a point
     inside a half-open range, or two ranges whose intervals intersect (both non-empty)."""
     if not isinstance(i, Range) and not isinstance(j, Range):
-        return to_z3(i, i_env) == to_z3(j, j_env)
+        return to_z3(i, i_env, ctx=ctx) == to_z3(j, j_env, ctx=ctx)
     if not isinstance(i, Range):
-        p, lo, hi = to_z3(i, i_env), to_z3(j.lo, j_env), to_z3(j.hi, j_env)
+        p, lo, hi = to_z3(i, i_env, ctx=ctx), to_z3(j.lo, j_env, ctx=ctx), to_z3(j.hi, j_env, ctx=ctx)
         return z3.And(lo <= p, p < hi)
     if not isinstance(j, Range):
-        p, lo, hi = to_z3(j, j_env), to_z3(i.lo, i_env), to_z3(i.hi, i_env)
+        p, lo, hi = to_z3(j, j_env, ctx=ctx), to_z3(i.lo, i_env, ctx=ctx), to_z3(i.hi, i_env, ctx=ctx)
         return z3.And(lo <= p, p < hi)
-    a_lo, a_hi, b_lo, b_hi = to_z3(i.lo, i_env), to_z3(i.hi, i_env), to_z3(j.lo, j_env), to_z3(j.hi, j_env)
+    a_lo, a_hi = to_z3(i.lo, i_env, ctx=ctx), to_z3(i.hi, i_env, ctx=ctx)
+    b_lo, b_hi = to_z3(j.lo, j_env, ctx=ctx), to_z3(j.hi, j_env, ctx=ctx)
     return z3.And(a_lo < a_hi, b_lo < b_hi, a_lo < b_hi, b_lo < a_hi)
 
 
-def same_element(a: Access, a_env, b: Access, b_env):
+def same_element(a: Access, a_env, b: Access, b_env, ctx: z3.Context | None = None):
     """The two accesses touch a common element (for range indices: their element sets
     intersect, which is the overlap of the intervals in every dimension)."""
     if a.buffer != b.buffer or len(a.indices) != len(b.indices):
-        return z3.BoolVal(False)
-    return z3.And(*[index_overlap(i, a_env, j, b_env) for i, j in zip(a.indices, b.indices)])
+        return z3.BoolVal(False, ctx)
+    overlaps = [index_overlap(i, a_env, j, b_env, ctx) for i, j in zip(a.indices, b.indices)]
+    return z3.And(*overlaps) if overlaps else z3.BoolVal(True, ctx)
 
 
 def conflicting_pairs(x, y) -> list[tuple[Access, Access]]:
@@ -167,7 +171,7 @@ def conflicting_pairs(x, y) -> list[tuple[Access, Access]]:
     return pairs
 
 
-def conflict(x, x_env, y, y_env):
+def conflict(x, x_env, y, y_env, ctx: z3.Context | None = None):
     """Some element is accessed by both instances and written by at least one."""
-    terms = [same_element(ax, x_env, ay, y_env) for ax, ay in conflicting_pairs(x, y)]
-    return z3.Or(*terms) if terms else z3.BoolVal(False)
+    terms = [same_element(ax, x_env, ay, y_env, ctx) for ax, ay in conflicting_pairs(x, y)]
+    return z3.Or(*terms) if terms else z3.BoolVal(False, ctx)

@@ -20,7 +20,7 @@ import z3
 from semantics.context import Site, common_depth, static_order
 from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Range, Var, index_exprs, walk_expr
 from semantics.symbolic import domain, precedes, same_element, to_z3
-from algorithm.threshold.counting import ENV, as_congruence, as_interval, mentions, subst
+from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
 from semantics.simplify import cond as simplify_cond, simplify
 
 
@@ -220,9 +220,10 @@ def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
             if not any(mentions(nonempty, v) for v in later_vars):
                 out.append(simplify_cond(subst(nonempty, env_u)))
             if stmt.var in pinned:
-                value = pinned[stmt.var]
-                for c in (Compare("<=", stmt.lo, value), Compare("<", value, stmt.hi)):
-                    c = subst(c, {**env_u, **pinned})
+                # The pinned value is already over the candidate's names (and y's, which
+                # may share a loop variable's name with x's): substitute into the bounds only.
+                value, names = pinned[stmt.var], {**env_u, **pinned}
+                for c in (Compare("<=", subst(stmt.lo, names), value), Compare("<", value, subst(stmt.hi, names))):
                     if not any(mentions(c, v) for v in later_vars):
                         out.append(simplify_cond(c))
         elif step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
@@ -248,17 +249,16 @@ def conjoin(conds):
 # ------------------------------------------------------------ proof by Z3
 
 
-def _check_unsat(*assertions, rlimit: int = 20_000_000) -> str | None:
+def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str | None:
     """None when Z3 proves the assertions unsat within a resource budget. The budget is
     deterministic for one query, but Z3's effort also depends on the ids its terms got
     earlier in the process; a query near the budget once ran out after other kernels
     had been planned (tests/data/threshold_cases/flat_index_double_buffer.sync). Each plan
-    now starts in a fresh Z3 context (plan_thresholds), which removed that dependence
+    now has its own Z3 context (its Session), which removed that dependence
     on the process's history; an exhausted budget is still retried once with ten times
     as much before giving up, for queries that sit near the budget on their own."""
     for budget in (rlimit, 10 * rlimit):
-        solver = z3.Solver()
-        solver.set("rlimit", budget)
+        solver = session.solver(budget)
         solver.add(*assertions)
         result = solver.check()
         if result == z3.unsat:
@@ -268,32 +268,33 @@ def _check_unsat(*assertions, rlimit: int = 20_000_000) -> str | None:
     return f"z3: unknown ({solver.reason_unknown()})"
 
 
-def prove_candidates(program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
+def prove_candidates(session: Session, program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
                       soundness_only: bool = False) -> str | None:
     """None when Z3 proves the candidates exact (or, with soundness_only, just that each
     is an earlier matching instance when its condition holds); else why not."""
     ax, ay = pair
-    params = {p.name: ENV[p.name] for p in program.params}
-    y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
-    x_env = {**params, **{l.var: z3.Int(f"{l.var}@x") for l in x.loops}}
-    nonneg = [ENV[p.name] >= p.lower for p in program.params]  # the declared assumptions
-    y_dom = domain(y, y_env)
-    some_x = domain(x, x_env) + [same_element(ax, x_env, ay, y_env), precedes(x, x_env, y, y_env)]
+    ctx = session.ctx
+    params = {p.name: session.var(p.name) for p in program.params}
+    y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
+    x_env = {**params, **{l.var: session.var(f"{l.var}@x") for l in x.loops}}
+    nonneg = [params[p.name] >= p.lower for p in program.params]  # the declared assumptions
+    y_dom = domain(y, y_env, ctx)
+    some_x = domain(x, x_env, ctx) + [same_element(ax, x_env, ay, y_env, ctx), precedes(x, x_env, y, y_env, ctx)]
     earlier_fail = []
     for candidate in candidates:
-        c = to_z3(candidate.condition, ENV)
-        r_env = {**params, **{v: to_z3(e, ENV) for v, e in candidate.values.items()}}
-        valid = z3.And(*domain(x, r_env), same_element(ax, r_env, ay, y_env), precedes(x, r_env, y, y_env))
-        why = _check_unsat(*nonneg, *y_dom, c, z3.Not(valid))
+        c = session.z(candidate.condition)
+        r_env = {**params, **{v: session.z(e) for v, e in candidate.values.items()}}
+        valid = z3.And(*domain(x, r_env, ctx), same_element(ax, r_env, ay, y_env, ctx), precedes(x, r_env, y, y_env, ctx))
+        why = _check_unsat(session, *nonneg, *y_dom, c, z3.Not(valid))
         if why:
             return f"a candidate is not always a conflicting earlier instance ({why})"
         if soundness_only:
             continue
-        why = _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail, c, precedes(x, r_env, x, x_env))
+        why = _check_unsat(session, *nonneg, *y_dom, *some_x, *earlier_fail, c, precedes(x, r_env, x, x_env, ctx))
         if why:
             return f"a later conflicting instance escapes the case analysis ({why})"
         earlier_fail.append(z3.Not(c))
-    why = None if soundness_only else _check_unsat(*nonneg, *y_dom, *some_x, *earlier_fail)
+    why = None if soundness_only else _check_unsat(session, *nonneg, *y_dom, *some_x, *earlier_fail)
     if why:
         return f"a conflicting instance escapes the case analysis ({why})"
     return None

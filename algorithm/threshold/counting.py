@@ -27,7 +27,7 @@ from semantics.ir import (
 from semantics.simplify import cond as simplify_cond, simplify
 from semantics.context import Step
 from algorithm.threshold.facts import (  # noqa: F401 (re-exported: the algorithm's modules import them from here)
-    ENV, ITERS, Facts, Unsupported, fresh_symbol, mentions, nonneg_diff, refine, refine_cond, subst, tidy, z,
+    Facts, Session, Unsupported, mentions, nonneg_diff, refine, refine_cond, subst, tidy,
 )
 from algorithm.threshold.sums import as_congruence, as_interval, guard_count, loop_sum  # noqa: F401
 
@@ -35,11 +35,26 @@ from algorithm.threshold.sums import as_congruence, as_interval, guard_count, lo
 
 
 def full_count(body, env: dict, targets: frozenset[str], facts: Facts):
-    """Target instances one execution of `body` runs, under loop/param values `env`."""
+    """Target instances one execution of `body` runs, under loop/param values `env`
+    (memoized in the session: the same statements, values, targets and facts give the
+    same count)."""
+    memo = facts.session.counts
+    key = (tuple(id(s) for s in body), tuple(sorted(env.items(), key=_first)), targets, facts._key)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[1]
     total = Const(0)
     for stmt in body:
         total = BinOp("+", total, _stmt_count(stmt, env, targets, facts))
-    return tidy(total, facts)
+    result = tidy(total, facts)
+    # The statements and the facts' Z3 terms stay alive while their ids are keys (Z3
+    # reuses the id of a freed term).
+    memo[key] = (tuple(body), result, facts.assertions)
+    return result
+
+
+def _first(item):
+    return item[0]
 
 
 def _stmt_count(stmt, env, targets, facts):
@@ -47,10 +62,10 @@ def _stmt_count(stmt, env, targets, facts):
         case Op(name=name):
             return Const(1 if name in targets else 0)
         case If(cond=c, then=then, else_=else_):
-            if not _has_target(stmt, targets):
+            if not _has_target(stmt, targets, facts.session):
                 return Const(0)
             c = simplify_cond(subst(c, env))
-            zc = z(c)
+            zc = facts.z(c)
             if facts.proves(zc):
                 return full_count(then, env, targets, facts)
             if facts.proves(z3.Not(zc)):
@@ -58,11 +73,11 @@ def _stmt_count(stmt, env, targets, facts):
             return IfExpr(c, full_count(then, env, targets, facts.with_(zc)),
                           full_count(else_, env, targets, facts.with_(z3.Not(zc))))
         case For(var=var, lo=lo, hi=hi, body=inner):
-            if not _has_target(stmt, targets):
+            if not _has_target(stmt, targets, facts.session):
                 return Const(0)
             lo, hi = simplify(subst(lo, env)), simplify(subst(hi, env))
-            w = f"{var}#{next(fresh_symbol)}"
-            inner_facts = facts.with_(z(lo) <= ENV[w], ENV[w] < z(hi))
+            w = f"{var}#{next(facts.session.fresh)}"
+            inner_facts = facts.with_(facts.z(lo) <= facts.session.var(w), facts.session.var(w) < facts.z(hi))
             summand = full_count(inner, {**env, var: Var(w)}, targets, inner_facts)
             if loop_target(var) in targets:  # counting the iterations of this loop
                 summand = simplify(BinOp("+", summand, Const(1)))
@@ -75,24 +90,22 @@ def loop_target(var: str) -> str:
     return f"loop {var}"
 
 
-_CONTENTS: dict = {}
-
-
-def _contents(stmt) -> frozenset:
-    """Names of the ops and loop targets inside a statement (memoized by identity)."""
+def _contents(stmt, session: Session) -> frozenset:
+    """Names of the ops and loop targets inside a statement (memoized by identity in
+    the session, which keeps the statement alive)."""
     key = id(stmt)
-    hit = _CONTENTS.get(key)
+    hit = session.contents.get(key)
     if hit is None or hit[0] is not stmt:
         from semantics.ir import walk_stmts
 
         names = frozenset(s.name if isinstance(s, Op) else loop_target(s.var)
                           for s in walk_stmts((stmt,)) if isinstance(s, (Op, For)))
-        hit = _CONTENTS[key] = (stmt, names)
+        hit = session.contents[key] = (stmt, names)
     return hit[1]
 
 
-def _has_target(stmt, targets) -> bool:
-    return not _contents(stmt).isdisjoint(targets)
+def _has_target(stmt, targets, session: Session) -> bool:
+    return not _contents(stmt, session).isdisjoint(targets)
 
 
 class PrefixCounts:
@@ -102,17 +115,18 @@ class PrefixCounts:
     statement, not a walk over all statements before it (which made planning
     quadratic in the program length)."""
 
-    def __init__(self, program):
+    def __init__(self, program, session: Session):
+        self.session = session
         self.body = program.body
         self.env = {p.name: Var(p.name) for p in program.params}
         self.params = program.params
         self.refresh_facts()
-        self._where = {name: index for index, stmt in enumerate(self.body) for name in _contents(stmt)}
+        self._where = {name: index for index, stmt in enumerate(self.body) for name in _contents(stmt, session)}
         self._sums: dict = {}  # targets -> (indices of the statements holding one, cumulative counts)
 
     def refresh_facts(self) -> None:
-        """Rebuild the Z3 facts (after the planner starts a fresh Z3 context)."""
-        self.facts = Facts([ENV[p.name] >= p.lower for p in self.params])
+        """Rebuild the Z3 facts (after the session starts a fresh Z3 context)."""
+        self.facts = self.session.facts([self.session.var(p.name) >= p.lower for p in self.params])
 
     def before(self, index: int, targets: frozenset):
         hit = self._sums.get(targets)
@@ -143,15 +157,15 @@ def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: 
             return total
         case If():
             c = simplify_cond(subst(stmt.cond, env))
-            zc = z(c)
+            zc = facts.z(c)
             inner = facts.with_(zc if step.branch else z3.Not(zc))
             branch = stmt.then if step.branch else stmt.else_
             return simplify(BinOp("+", total, count_upto(branch, env, steps[1:], values, targets, inner)))
         case For(var=var, lo=lo, body=inner_body):
             lo = simplify(subst(lo, env))
             value = values[var]
-            w = f"{var}#{next(fresh_symbol)}"
-            earlier_facts = facts.with_(z(lo) <= ENV[w], ENV[w] < z(value))
+            w = f"{var}#{next(facts.session.fresh)}"
+            earlier_facts = facts.with_(facts.z(lo) <= facts.session.var(w), facts.session.var(w) < facts.z(value))
             summand = full_count(inner_body, {**env, var: Var(w)}, targets, earlier_facts)
             begun = 1 if loop_target(var) in targets else 0  # the current iteration has begun
             earlier = loop_sum(simplify(BinOp("+", summand, Const(begun))), w, lo, value, facts)

@@ -15,99 +15,148 @@ from semantics.ir import (
 from semantics.symbolic import to_z3
 from semantics.simplify import cond as simplify_cond, simplify
 
-fresh_symbol = itertools.count()
-
-
 class Unsupported(SyncproofError):
     """No closed form this algorithm knows of; the caller falls back."""
 
 
-class Facts:
-    """What is known at a point (Z3 assertions over named integers) and a prover.
-    Z3 hash-conses terms, so term ids make a cheap memo key; the memo keeps the
-    terms themselves alive, since Z3 reuses the id of a term once it is freed."""
-
-    _memo: dict = {}
-
-    def __init__(self, assertions=(), rlimit: int = 2_000_000):
-        self.assertions = list(assertions)
-        self.rlimit = rlimit  # Z3 resource units: deterministic, unlike a time limit
-        self._key = tuple(sorted({a.get_id() for a in self.assertions}))
-        self._solver = None
-
-    def with_(self, *more) -> "Facts":
-        return Facts(self.assertions + list(more), self.rlimit)
-
-    def proves(self, claim) -> bool:
-        key = (self._key, claim.get_id())
-        entry = Facts._memo.get(key)
-        hit = None if entry is None else entry[0]
-        if hit is None:
-            if self._solver is None:
-                # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
-                # same incremental mode anyway, minus the combined solver's overhead
-                # (sync of a 1,000-op chain: 38.5 s -> 33.7 s; 110 corpus outputs equal).
-                self._solver = z3.SimpleSolver()
-                self._solver.set("rlimit", self.rlimit)
-                self._solver.add(*self.assertions)
-            self._solver.push()
-            self._solver.add(z3.Not(claim))
-            hit = self._solver.check() == z3.unsat
-            self._solver.pop()
-            if len(Facts._memo) > 500_000:
-                Facts._memo.clear()
-            Facts._memo[key] = (hit, self.assertions, claim)
-        return hit
+# Z3 resource units per query: deterministic, unlike a time limit (the same answer on
+# any machine load).
+FACTS_RLIMIT = 2_000_000
+# Terms made between fresh Z3 contexts: a solver push costs more as the context's term
+# table grows and never shrinks (z3 5.4.1: 101 us per push in a fresh context, 1,198 us
+# after 400,000 terms), which made long kernels plan in quadratic time.
+RENEW_AFTER_OPS = 500
 
 
-class _AutoEnv(dict):
+class Session:
+    """All solver state of one planning pass: its own Z3 context (never z3's default
+    one), the names' Z3 constants, the term cache, the proof memo (keyed by Z3 term
+    ids, valid within one context only), a counter for fresh names and the memo of
+    statement contents. One per plan; nothing survives it, so a plan does not depend
+    on what ran before in the process."""
+
+    def __init__(self, rlimit: int = FACTS_RLIMIT):
+        self.rlimit = rlimit
+        self.fresh = itertools.count()  # fresh index names (`w#17`): deterministic per plan
+        self.contents: dict = {}  # id(stmt) -> (stmt, names inside): see counting._contents
+        self._new_context()
+
+    def _new_context(self) -> None:
+        self.ctx = z3.Context()
+        self._vars: dict = {}
+        self._iters: dict = {}
+        self._terms: dict = {}
+        self._names = (_Names(self.var), _Names(self.iters))
+        self.memo: dict = {}
+        self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
+        self.queries = 0
+
+    def renew(self) -> None:
+        """A fresh Z3 context (callers must drop every term and Facts they hold)."""
+        self._new_context()
+
+    def var(self, name: str):
+        value = self._vars.get(name)
+        if value is None:
+            value = self._vars[name] = z3.Int(name, self.ctx)
+        return value
+
+    def iters(self, var: str):
+        # Tracked counts are free integers to the prover: nothing is assumed of them.
+        value = self._iters.get(var)
+        if value is None:
+            value = self._iters[var] = z3.Int(f"iters({var})", self.ctx)
+        return value
+
+    def z(self, node):
+        """The Z3 term of an IR node over the session's names (memoized: terms are immutable)."""
+        if len(self._terms) > 200_000:
+            self._terms.clear()
+        return to_z3(node, *self._names, self._terms, self.ctx)
+
+    def solver(self, rlimit: int):
+        solver = z3.Solver(ctx=self.ctx)
+        solver.set("rlimit", rlimit)
+        return solver
+
+    def facts(self, assertions=()) -> "Facts":
+        return Facts(self, assertions)
+
+    def false(self):
+        return z3.BoolVal(False, self.ctx)
+
+
+class _Names(dict):
+    """A read-only view that makes a session's Z3 constant for any name asked."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
     def __missing__(self, name):
-        value = z3.Int(name)
-        self[name] = value
-        return value
+        return self._make(name)
 
-
-class _ItersEnv(dict):
-    # Tracked counts are free integers to the prover: nothing is assumed of them.
-    def __missing__(self, var):
-        value = z3.Int(f"iters({var})")
-        self[var] = value
-        return value
-
-    def __contains__(self, var):
+    def __contains__(self, name):
         return True
 
 
-ENV = _AutoEnv()
-ITERS = _ItersEnv()
+class Facts:
+    """What is known at a point (Z3 assertions over a session's names) and a prover.
+    Z3 hash-conses terms, so term ids make a cheap memo key (the session's memo keeps
+    the terms alive, since Z3 reuses the id of a freed term).
 
+    Facts made by `with_` share their parent's solver: a query pushes the extra
+    assertions and the negated claim onto the root's solver and pops them again, so a
+    chain of refinements costs its few extra assertions per query, not a new solver
+    with every assertion re-added (up to MAX_SHARED extras; then a solver of its own)."""
 
-_Z_CACHE: dict = {}
+    MAX_SHARED = 6
 
+    def __init__(self, session: Session, assertions=(), _root: "Facts | None" = None, _extra=(), _key=None):
+        self.session = session
+        self.assertions = list(assertions)
+        self._root = _root  # the Facts whose solver holds our assertions but `_extra`
+        self._extra = list(_extra)
+        self._key = _key if _key is not None else frozenset(a.get_id() for a in self.assertions)
+        self._solver = None
 
-def z(node):
-    """The Z3 term of an IR node over the shared names (memoized: terms are immutable)."""
-    if len(_Z_CACHE) > 200_000:
-        _Z_CACHE.clear()
-    return to_z3(node, ENV, ITERS, _Z_CACHE)
+    def with_(self, *more) -> "Facts":
+        key = self._key.union(a.get_id() for a in more)
+        root, extra = (self._root, self._extra + list(more)) if self._root is not None else (self, list(more))
+        if len(extra) > self.MAX_SHARED:
+            return Facts(self.session, self.assertions + list(more), _key=key)
+        return Facts(self.session, self.assertions + list(more), root, extra, key)
 
+    def z(self, node):
+        return self.session.z(node)
 
-def fresh_z3_context() -> None:
-    """Start a new global Z3 context and drop every term cached from the old one.
+    def _base_solver(self):
+        if self._solver is None:
+            # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
+            # same incremental mode anyway, minus the combined solver's overhead.
+            self._solver = z3.SimpleSolver(ctx=self.session.ctx)
+            self._solver.set("rlimit", self.session.rlimit)
+            self._solver.add(*self.assertions)
+        return self._solver
 
-    Why: the cost of a Z3 solver push grows with the size of the context's term table
-    and does not shrink when terms are freed (measured on z3 5.4.1: 101 us per push in
-    a fresh context, 1,198 us after 400,000 terms were made). Planning a long kernel
-    makes millions of terms, which made `threshold` quadratic in the program length,
-    so each plan starts in a fresh context and takes a new one every so many ops
-    (threshold.FRESH_CONTEXT_EVERY). The id-keyed memo must go
-    with it: the new context hands out the old ids again. Callers must not hold Z3
-    terms across a reset; Z3 raises on mixing contexts, so a slip is loud, not wrong."""
-    Facts._memo.clear()
-    _Z_CACHE.clear()
-    ENV.clear()
-    ITERS.clear()
-    z3.z3._main_ctx = None  # z3py keeps the default context here; main_ctx() makes a new one
+    def proves(self, claim) -> bool:
+        memo = self.session.memo
+        key = (self._key, claim.get_id())
+        entry = memo.get(key)
+        if entry is not None:
+            return entry[0]
+        solver = (self._root or self)._base_solver()
+        solver.push()
+        if self._extra:
+            solver.add(*self._extra)
+        solver.add(z3.Not(claim))
+        hit = solver.check() == z3.unsat
+        solver.pop()
+        self.session.queries += 1
+        if len(memo) > 500_000:
+            memo.clear()
+        memo[key] = (hit, self.assertions, claim)
+        return hit
 
 
 def subst(node, env: dict):
@@ -160,13 +209,13 @@ def refine(node, facts: Facts):
         case BinOp(op="%", left=a, right=Const(value=m)) if 1 < m <= 8:
             node = BinOp("%", refine(a, facts), Const(m))
             for value in range(m):  # a residue that is the same at every point
-                if facts.proves(z(node) == value):
+                if facts.proves(facts.z(node) == value):
                     return Const(value)
             return node
         case BinOp(op="%", left=a, right=m):
             node = BinOp("%", refine(a, facts), refine(m, facts))
             for value in (Const(0), simplify(BinOp("-", m, Const(1)))):  # a residue fixed at every point
-                if facts.proves(z(node) == z(value)):
+                if facts.proves(facts.z(node) == facts.z(value)):
                     return value
             return node
         case BinOp(op=op, left=a, right=b):
@@ -175,13 +224,13 @@ def refine(node, facts: Facts):
             return Neg(refine(a, facts))
         case Min(left=a, right=b) | Max(left=a, right=b):
             a, b = refine(a, facts), refine(b, facts)
-            first_smaller = facts.proves(z(a) <= z(b))
-            if first_smaller or facts.proves(z(b) <= z(a)):
+            first_smaller = facts.proves(facts.z(a) <= facts.z(b))
+            if first_smaller or facts.proves(facts.z(b) <= facts.z(a)):
                 return a if first_smaller == isinstance(node, Min) else b
             return type(node)(a, b)
         case IfExpr(cond=c, then=a, else_=b):
             c = refine_cond(c, facts)
-            zc = z(c)
+            zc = facts.z(c)
             if facts.proves(zc):
                 return refine(a, facts)
             if facts.proves(z3.Not(zc)):
@@ -197,9 +246,9 @@ def refine_cond(node, facts: Facts):
             return simplify_cond(Compare(op, refine(simplify(a), facts), refine(simplify(b), facts)))
         case And(left=a, right=b):
             a, b = refine_cond(a, facts), refine_cond(b, facts)
-            if facts.proves(z(a)):
+            if facts.proves(facts.z(a)):
                 return b
-            if facts.proves(z(b)):
+            if facts.proves(facts.z(b)):
                 return a
             return And(a, b)
         case Or(left=a, right=b):
@@ -215,6 +264,6 @@ def tidy(node, facts: Facts):
 
 def nonneg_diff(hi, lo, facts: Facts):
     """max(0, hi - lo), without the max where the facts show hi >= lo."""
-    if facts.proves(z(hi) >= z(lo)):
+    if facts.proves(facts.z(hi) >= facts.z(lo)):
         return simplify(BinOp("-", hi, lo))
     return simplify(Max(Const(0), BinOp("-", hi, lo)))

@@ -28,7 +28,7 @@ from semantics.context import Site
 from semantics.errors import SyncproofError
 from semantics.ir import Access, And, BinOp, Const, Program, Var
 from semantics.symbolic import conflicting_pairs, domain
-from algorithm.threshold.counting import ENV, Unsupported, count_upto, subst, z
+from algorithm.threshold.counting import Unsupported, count_upto, subst
 from semantics.simplify import simplify
 from algorithm.threshold.plan import Plan, PlanEntry, Context, candidates_of, keep_z3_small, prove_candidates
 
@@ -46,11 +46,12 @@ class Source:
     via: str | None  # the engine whose wait covers it (None: in-order predecessor)
 
 
-def _same_engine_sources(program: Program, y: Site, same: list[Site], tops: list[int]) -> list[Source]:
+def _same_engine_sources(ctx, y: Site, same: list[Site], tops: list[int]) -> list[Source]:
     """Earlier instances on y's engine that in-order execution completes before y:
     the ops of y's engine in y's top-level statement, and the last one before it (a
     bounded subset, so the work per op does not grow with the program). `same` is
     the engine's sites in program order, `tops` their top-level statement indices."""
+    program = ctx.program
     out = []
     top = y.trail[0].index
     first = bisect.bisect_left(tops, top)
@@ -60,7 +61,7 @@ def _same_engine_sources(program: Program, y: Site, same: list[Site], tops: list
             candidates = candidates_of(program, e, y, _NO_PAIR)
         except Unsupported:
             continue
-        if prove_candidates(program, e, y, _NO_PAIR, candidates, soundness_only=True):
+        if prove_candidates(ctx.session, program, e, y, _NO_PAIR, candidates, soundness_only=True):
             continue
         out += [Source(e, c.condition, c.values, None) for c in candidates]
     return out
@@ -73,7 +74,7 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
         env = {p.name: Var(p.name) for p in program.params}
         try:
             before = count_upto(program.body, env, z.trail, values,
-                                ctx.names(ctx.by_engine[engine]), _no_facts(), ctx.prefix)
+                                ctx.names(ctx.by_engine[engine]), ctx.session.facts(), ctx.prefix)
         except Unsupported:
             return None
         return simplify(BinOp("+", before, Const(1)))
@@ -81,12 +82,6 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
     if entry is None or entry.closed is None:
         return None
     return simplify(subst(entry.closed, values))
-
-
-def _no_facts():
-    from algorithm.threshold.counting import Facts
-
-    return Facts()
 
 
 def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs) -> tuple[list[PlanEntry], int]:
@@ -104,7 +99,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs) -> tu
     def sources(name: str, kept_engines=None) -> list[Source]:
         if name not in same_engine:
             site = all_sites[name]
-            same_engine[name] = _same_engine_sources(program, site, ctx.by_engine[site.op.engine],
+            same_engine[name] = _same_engine_sources(ctx, site, ctx.by_engine[site.op.engine],
                                                      tops[site.op.engine])
         out = list(same_engine[name])
         for e in by_op.get(name, ()):
@@ -234,6 +229,7 @@ def _implied(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, other
 
 def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_engines: set) -> bool:
     program = ctx.program
+    z = ctx.session.z
     target = entry.closed
     disjuncts = []
     frontier = [(s.site, s.condition, s.values) for s in sources(y.op.name, kept_engines)
@@ -256,10 +252,10 @@ def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_e
         frontier = following
     if not disjuncts:
         return False
-    params = {p.name: ENV[p.name] for p in program.params}
-    y_env = {**params, **{l.var: ENV[l.var] for l in y.loops}}
-    solver = z3.Solver()
-    solver.set("rlimit", 20_000_000)
-    solver.add(*[ENV[p.name] >= p.lower for p in program.params], *domain(y, y_env))
+    session = ctx.session
+    params = {p.name: session.var(p.name) for p in program.params}
+    y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
+    solver = session.solver(20_000_000)
+    solver.add(*[params[p.name] >= p.lower for p in program.params], *domain(y, y_env, session.ctx))
     solver.add(z3.Not(z3.Or(z(target) <= 0, *disjuncts)))
     return solver.check() == z3.unsat

@@ -40,12 +40,12 @@ import z3
 
 from semantics.context import Site, common_depth, sites, static_order
 from semantics.ir import (
-    BinOp, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Program, Var, Wait, map_ops,
+    BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Program, Var, Wait, map_ops,
 )
 from semantics.symbolic import conflicting_pairs, domain
 from algorithm.threshold.candidates import Candidate, candidates_of, conjoin, prove_candidates  # noqa: F401 (used by irredundant)
-from algorithm.threshold.counting import ENV, ITERS, Facts, PrefixCounts, Unsupported, count_upto, full_count, loop_target, z
-from algorithm.threshold.facts import fresh_z3_context
+from algorithm.threshold.counting import Facts, PrefixCounts, Session, Unsupported, count_upto, full_count, loop_target
+from algorithm.threshold.facts import RENEW_AFTER_OPS
 from semantics.simplify import simplify
 
 
@@ -53,7 +53,7 @@ from semantics.simplify import simplify
 class PlanEntry:
     op: str
     engine: str  # producer engine F
-    threshold: object  # IR expression
+    threshold: object  # IR expression; None: not countable (the op needs a local barrier)
     exact: bool
     note: str | None = None
     # For the irredundancy pass: the candidate producer instances (site, candidate),
@@ -80,8 +80,9 @@ def body_at(program: Program, trail, depth: int):
 class Context:
     """Per-program lookups shared by every (op, engine) pair."""
 
-    def __init__(self, program: Program, conflicts=conflicting_pairs):
+    def __init__(self, program: Program, conflicts=conflicting_pairs, session: Session | None = None):
         self.program = program
+        self.session = session or Session()  # all solver state of this pass
         self.conflicts = conflicts  # the access-pair relation enforced (a hook for broken test strategies)
         self.sites = sites(program)
         self.by_engine = {e: [s for s in self.sites.values() if s.op.engine == e] for e in program.engines}
@@ -89,7 +90,9 @@ class Context:
         for site in self.sites.values():
             for buffer in {a.buffer for a in site.op.reads + site.op.writes}:
                 self.by_buffer.setdefault(buffer, []).append(site)
-        self.prefix = PrefixCounts(program)
+        self.prefix = PrefixCounts(program, self.session)
+        # Loop variable -> (statement index, loop) for the program's top-level loops.
+        self.top_loops = {stmt.var: (index, stmt) for index, stmt in enumerate(program.body) if isinstance(stmt, For)}
         self.order = {name: n for n, name in enumerate(self.sites)}
         self._names: dict = {}
         self._tops: dict = {}
@@ -123,12 +126,13 @@ class Context:
         return sorted(out, key=lambda xp: self.order[xp[0].op.name])
 
 
-def site_facts(program: Program, y: Site) -> Facts:
+def site_facts(ctx: "Context", y: Site) -> Facts:
     """Parameters at or above their lower bounds, and y's loop ranges and guards."""
-    env = {p.name: ENV[p.name] for p in program.params}
+    session, program = ctx.session, ctx.program
+    env = {p.name: session.var(p.name) for p in program.params}
     for loop in y.loops:
-        env[loop.var] = ENV[loop.var]
-    return Facts([ENV[p.name] >= p.lower for p in program.params] + domain(y, env))
+        env[loop.var] = session.var(loop.var)
+    return session.facts([env[p.name] >= p.lower for p in program.params] + domain(y, env, session.ctx))
 
 
 def iters_facts(ctx: "Context", y: Site, facts: Facts, node) -> Facts:
@@ -142,10 +146,10 @@ def iters_facts(ctx: "Context", y: Site, facts: Facts, node) -> Facts:
     inside = {l.var for l in y.loops}
     extra = []
     for var in wanted:
-        extra.append(ITERS[var] >= (1 if var in inside else 0))
+        extra.append(facts.session.iters(var) >= (1 if var in inside else 0))
         try:
             count = count_upto(ctx.program.body, params, y.trail, values, frozenset([loop_target(var)]), facts, ctx.prefix)
-            extra.append(ITERS[var] == z(count))
+            extra.append(facts.session.iters(var) == facts.z(count))
         except Unsupported:
             pass
     return facts.with_(*extra)
@@ -206,7 +210,7 @@ def _candidate_count(ctx: "Context", x: Site, y: Site, candidate: Candidate, tar
     from y (tracked counts at y minus the instances between the candidate and y)."""
     program = ctx.program
     names = ctx.names(targets)
-    at_facts = facts.with_(z(candidate.condition))
+    at_facts = facts.with_(facts.z(candidate.condition))
     forms = []
     closed = None
     try:
@@ -293,27 +297,14 @@ def _cost(node) -> tuple:
     return (degree(node), sum(text.count(op) for op in ("+", "-", "*", "//", "%", "min", "max", "if")), len(text))
 
 
-_TOP_LOOPS: dict = {}
-
-
-def _top_loops(program: Program) -> dict:
-    """Loop variable -> (statement index, loop) for the program's top-level loops."""
-    key = id(program.body)
-    hit = _TOP_LOOPS.get(key)
-    if hit is None or hit[0] is not program.body:
-        loops_ = {stmt.var: (index, stmt) for index, stmt in enumerate(program.body) if isinstance(stmt, For)}
-        hit = _TOP_LOOPS[key] = (program.body, loops_)
-    return hit[1]
-
-
-def closed_iters(program: Program, y: Site, node):
+def closed_iters(ctx: "Context", y: Site, node):
     """Replace iters(v) of a loop that runs at most once (no enclosing loop) by its
     closed form at y: v - lo + 1 inside the loop, the trip count after it, 0 before it."""
     wanted = _iters_vars(node)
     if not wanted:
         return node
     inside = {s.stmt.var for s in y.trail if isinstance(s.stmt, For)}
-    top = _top_loops(program)
+    top = ctx.top_loops
     env = {}
     for var in wanted:
         if var not in top:
@@ -350,24 +341,24 @@ def tidy_threshold(t, facts: Facts):
     from algorithm.threshold.counting import tidy
 
     t = tidy(t, facts)
-    if facts.proves(z(t) <= 0):
+    if facts.proves(facts.z(t) <= 0):
         return Const(0)
     t = _push_into_branches(t)
     match t:
         case IfExpr(cond=c, then=a, else_=b):
-            zc = z(c)
+            zc = facts.z(c)
             yes, no = facts.with_(zc), facts.with_(z3.Not(zc))
             a, b = tidy_threshold(a, yes), tidy_threshold(b, no)
-            if no.proves(z(a) == z(b)) or (no.proves(z(a) <= 0) and no.proves(z(b) <= 0)):
+            if no.proves(facts.z(a) == facts.z(b)) or (no.proves(facts.z(a) <= 0) and no.proves(facts.z(b) <= 0)):
                 return a
-            if yes.proves(z(a) == z(b)) or (yes.proves(z(a) <= 0) and yes.proves(z(b) <= 0)):
+            if yes.proves(facts.z(a) == facts.z(b)) or (yes.proves(facts.z(a) <= 0) and yes.proves(facts.z(b) <= 0)):
                 return b
             return IfExpr(c, a, b)
         case Max(left=a, right=b):
             a, b = tidy_threshold(a, facts), tidy_threshold(b, facts)
-            if facts.proves(z(a) <= z(b)) or facts.proves(z(a) <= 0):
+            if facts.proves(facts.z(a) <= facts.z(b)) or facts.proves(facts.z(a) <= 0):
                 return b
-            if facts.proves(z(b) <= z(a)) or facts.proves(z(b) <= 0):
+            if facts.proves(facts.z(b) <= facts.z(a)) or facts.proves(facts.z(b) <= 0):
                 return a
             for one, other in ((a, b), (b, a)):  # max(k, if c then p else q) = if c then max(k, p) else max(k, q)
                 if isinstance(other, IfExpr) and not isinstance(one, IfExpr):
@@ -391,16 +382,12 @@ def _push_into_branches(t):
     return IfExpr(ite.cond, simplify(BinOp("+", rest, scale(ite.then))), simplify(BinOp("+", rest, scale(ite.else_))))
 
 
-# Ops between fresh Z3 contexts within one pass (algorithm/facts.fresh_z3_context),
-# so that long kernels plan in linear time (bench/sync_bench.py, README Benchmarks).
-FRESH_CONTEXT_EVERY = 500
-
-
 def keep_z3_small(n: int, ctx: "Context") -> None:
-    """Before the n-th op of a pass over a program: a fresh Z3 context every
-    FRESH_CONTEXT_EVERY ops, and the context's own Z3 facts rebuilt in it."""
-    if n and n % FRESH_CONTEXT_EVERY == 0:
-        fresh_z3_context()
+    """Before the n-th op of a pass over a program: a fresh Z3 context in the pass's
+    session every RENEW_AFTER_OPS ops (facts.py), and the context's own Z3 facts
+    rebuilt in it, so that long kernels plan in linear time (docs/sync-speed.md)."""
+    if n and n % RENEW_AFTER_OPS == 0:
+        ctx.session.renew()
         ctx.prefix.refresh_facts()
 
 
@@ -408,14 +395,14 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
     """The threshold of every (op, producer engine) pair with a possible dependence.
     `conflicts(x_op, y_op)` gives the conflicting access pairs (semantics.symbolic's
     `conflicting_pairs`; tests pass a weaker one to build deliberately broken strategies).
-    Starts in a fresh Z3 context, so that the plan does not depend on what ran before
-    in the process (Z3's effort on a query depends on the ids of earlier terms)."""
-    fresh_z3_context()
+    The plan has its own solver session (a Z3 context of its own), so that it does not
+    depend on what ran before in the process (Z3's effort on a query depends on the
+    ids of earlier terms)."""
     ctx = Context(program, conflicts)
     plan = Plan()
     for n, y in enumerate(ctx.sites.values()):
         keep_z3_small(n, ctx)
-        facts = site_facts(program, y)
+        facts = site_facts(ctx, y)
         for engine in program.engines:
             if engine == y.op.engine:
                 continue
@@ -427,12 +414,20 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
             parts, notes, sources, closed_parts = [], [], [], []
             for x, pair in producers:
                 try:
+                    if never_before(x, y):
+                        continue  # no x-instance precedes y: no dependence, nothing to prove
                     candidates = candidates_of(program, x, y, pair)
-                    why = prove_candidates(program, x, y, pair, candidates)
+                    dominant = dominates(x, y, candidates)
+                    # A dominating candidate is exact by construction; the later ones are
+                    # only proved to be conflicting earlier instances (irredundancy uses them).
+                    why = prove_candidates(ctx.session, program, x, y, pair, candidates, soundness_only=dominant)
                     if why:
                         raise Unsupported(f"{x.op.name} -> {y.op.name}: {why}")
                     part, closed_part = Const(0), Const(0)
-                    for candidate in reversed(candidates):
+                    for n, candidate in enumerate(reversed(candidates)):
+                        if dominant and n < len(candidates) - 1:
+                            sources.append((x, candidate))  # masked by the first: never counted
+                            continue
                         count, closed = _candidate_count(ctx, x, y, candidate, targets, facts)
                         part = IfExpr(candidate.condition, count, part)
                         closed_part = None if closed is None or closed_part is None else IfExpr(candidate.condition, closed, closed_part)
@@ -445,15 +440,22 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
                 try:
                     threshold, exact = count_before_y(ctx, y, targets, facts), False
                 except Unsupported as why:
+                    # Neither exact nor conservative: the caller places a local barrier
+                    # before y (algorithm/barrier.py); never a refusal.
                     where = f"line {y.op.loc.line}: " if y.op.loc else ""
-                    raise Unsupported(f"{where}the threshold strategy cannot count the {engine} instances before "
-                                      f"op '{y.op.name}' ({why}); the exact analysis failed too ({notes[0]})") from None
+                    plan.entries.append(PlanEntry(
+                        y.op.name, engine, None, False,
+                        f"{where}cannot count the {engine} instances before it ({why}); the exact analysis "
+                        f"failed too ({notes[0]})"))
+                    continue
             else:
+                if not parts:
+                    continue  # no producer precedes y
                 threshold = parts[0]
                 for part in parts[1:]:
                     threshold = Max(threshold, part)
                 exact = True
-            threshold = closed_iters(program, y, threshold)
+            threshold = closed_iters(ctx, y, threshold)
             threshold = tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
             if isinstance(threshold, Const) and threshold.value <= 0:
                 continue
@@ -466,6 +468,27 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
             plan.entries.append(PlanEntry(y.op.name, engine, threshold, exact, "; ".join(notes) or None,
                                           tuple(sources) if exact else (), closed))
     return plan
+
+
+TRUE = Compare("==", Const(0), Const(0))  # candidates.conjoin's empty conjunction
+
+
+def dominates(x: Site, y: Site, candidates) -> bool:
+    """Dominance (issue 16): x sits directly in a body on y's trail (no loop or guard of
+    its own), before y, and its first candidate, x in y's own iteration, conflicts
+    unconditionally (the index equations simplified to true). Then that instance is
+    the last conflicting x-instance before y: any later x-instance is in a later
+    iteration of a loop that encloses y, so after y. No proof is needed for it."""
+    depth = common_depth(x, y)
+    return (static_order(x, y) == "before" and depth == len(x.trail) - 1 and bool(candidates)
+            and candidates[0].depth == depth and candidates[0].condition == TRUE)
+
+
+def never_before(x: Site, y: Site) -> bool:
+    """x comes after y in their common body and no loop encloses both: every x-instance
+    follows every y-instance in program order."""
+    depth = common_depth(x, y)
+    return static_order(x, y) == "after" and not any(isinstance(s.stmt, For) for s in x.trail[:depth])
 
 
 def apply_plan(program: Program, entries) -> Program:

@@ -16,7 +16,7 @@ from semantics.ir import (
     And, BinOp, Compare, Const, IfExpr, Max, Min, Neg, Not, Or, Var,
 )
 from semantics.simplify import cond as simplify_cond, linear, simplify
-from algorithm.threshold.facts import Facts, Unsupported, fresh_symbol, mentions, nonneg_diff, refine, subst, tidy, z
+from algorithm.threshold.facts import Facts, Unsupported, mentions, nonneg_diff, refine, subst, tidy
 
 # ------------------------------------------------------------ guard counting
 
@@ -151,7 +151,7 @@ def guard_count(c, w: str, lo, hi, facts: Facts):
     congruence = as_congruence(c, w)
     if congruence is not None:
         m, r, residue = congruence
-        if not facts.proves(z(m) > 0):
+        if not facts.proves(facts.z(m) > 0):
             raise Unsupported("a congruence modulo a value that may be <= 0")
 
         def upto(n):  # #{v < n : v % m == residue} - (same at 0), Python floors
@@ -168,7 +168,7 @@ def guard_count(c, w: str, lo, hi, facts: Facts):
 
 def loop_sum(summand, w: str, lo, hi, facts: Facts):
     """Closed form of the sum of `summand` for w in [lo, hi) (0 when empty)."""
-    inner = facts.with_(z(lo) <= z(Var(w)), z(Var(w)) < z(hi))
+    inner = facts.with_(facts.z(lo) <= facts.z(Var(w)), facts.z(Var(w)) < facts.z(hi))
     summand = tidy(summand, inner)
     if not mentions(summand, w):
         return simplify(BinOp("*", nonneg_diff(hi, lo, facts), summand))
@@ -221,7 +221,7 @@ def _split(summand, conds: list, w: str, lo, hi, facts: Facts, depth: int):
             case BinOp(op="//" | "%", left=a, right=Const(value=m)) if 1 < m <= MAX_RESIDUE_SPLIT and mentions(a, w):
                 total = Const(0)
                 for residue in range(m):
-                    t = f"{w}#r{next(fresh_symbol)}"
+                    t = f"{w}#r{next(facts.session.fresh)}"
                     shift = {w: BinOp("+", BinOp("*", Const(m), Var(t)), Const(residue))}
                     t_lo = simplify(BinOp("//", BinOp("+", BinOp("-", lo, Const(residue)), Const(m - 1)), Const(m)))
                     t_hi = simplify(BinOp("//", BinOp("+", BinOp("-", hi, Const(residue)), Const(m - 1)), Const(m)))
@@ -327,12 +327,12 @@ def guarded_sum(conds: list, poly, w: str, lo, hi, facts: Facts):
     if not congruences:
         return _power_sum(poly, w, lo, hi, facts)
     m, r, residue = congruences[0]
-    if not facts.proves(z(m) > 0):
+    if not facts.proves(facts.z(m) > 0):
         raise Unsupported("a congruence modulo a value that may be <= 0")
     # w = first + m*t for t in [0, count): first is the least w >= lo with w % m == residue.
     first = BinOp("+", lo, BinOp("%", BinOp("-", residue, lo), m))
     count = Max(Const(0), BinOp("//", BinOp("+", BinOp("-", hi, first), BinOp("-", m, Const(1))), m))
-    t = f"{w}#t{next(fresh_symbol)}"
+    t = f"{w}#t{next(facts.session.fresh)}"
     shifted = simplify(subst(poly, {w: BinOp("+", first, BinOp("*", m, Var(t)))}))
     valid = And(Compare("<=", Const(0), r), Compare("<", r, m))
     return IfExpr(valid, _power_sum(shifted, t, Const(0), simplify(count), facts), Const(0))
@@ -363,7 +363,7 @@ def _power_sum(poly, w: str, lo, hi, facts: Facts):
     for degree, coefs in by_degree.items():
         total = BinOp("+", total, BinOp("*", lin_expr(coefs), power_sums[degree]))
     total = simplify(total)
-    if not facts.proves(z(hi) >= z(lo)):
+    if not facts.proves(facts.z(hi) >= facts.z(lo)):
         total = IfExpr(Compare(">", hi, lo), total, Const(0))
     return total
 

@@ -6,15 +6,18 @@ from __future__ import annotations
 from semantics.ir import Program
 
 from verify.cli.args import positive_seconds
-from verify.proof.prove import ProofOptions, prove
 from verify.verdicts import CheckResult, ProofStatus
+
+# The proof loads z3 and sympy: imported where it runs, so that `check` and `sync` start
+# without them (docs/sync-speed.md). verify/proof/obligations.py ProofOptions.timeout.
+DEFAULT_PROOF_TIMEOUT = 60.0
 
 
 def add_arguments(p) -> None:
     p.add_argument("--scope", choices=["auto", "bounded"], default="auto",
                    help="auto (default): after a bounded success, also try to prove the property for every "
                         "parameter value (JSON scope 'all' when proved); bounded: skip that proof")
-    p.add_argument("--proof-timeout", type=positive_seconds, default=ProofOptions().timeout, metavar="SECONDS",
+    p.add_argument("--proof-timeout", type=positive_seconds, default=DEFAULT_PROOF_TIMEOUT, metavar="SECONDS",
                    help="time limit of the all-values proof, > 0 (default %(default)s)")
     p.add_argument("--verbose", action="store_true",
                    help="print one line per proof obligation on stderr (default: a progress line now and then)")
@@ -45,6 +48,8 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
             progress.always(line)
         else:
             progress(f"all-values proof: {answered[0]} queries answered")
+
+    from verify.proof.prove import ProofOptions, prove
 
     options = ProofOptions(property=args.property, timeout=args.proof_timeout, dump_smt=args.dump_smt,
                            progress=on_query, lower=lower)

@@ -1,0 +1,114 @@
+"""Exactness of `threshold` on generated kernels: the share of exact waits, and every
+remaining conservative wait or fallback with its reason.
+
+    python bench/exact_bench.py [--kernels 1000] [--timeout 60] [--out DIR] [--json]
+
+Kernels come from verify/search/generators.py `programs` (Hypothesis, derandomized, so
+the same kernels every run): loops with affine, triangular (`i..N`, `0..i + 1`) and
+`min`/`max` bounds, `if` on loop variables and parameters (nested), `%` and plain
+indices mixed, 2-4 engines. Each kernel gets `timeout` seconds of wall time (a kernel
+over it is listed, not counted as exact). With --out, every kernel with a
+conservative wait, a fallback or a timeout is written to DIR as a .sync file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def generated(count: int) -> list:
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    from verify.search.generators import programs
+
+    out = []
+
+    @settings(max_examples=count, derandomize=True, phases=[Phase.generate], database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs(engines=(2, 4), max_depth=3, max_statements=5))
+    def collect(program):
+        out.append(program)
+
+    collect()
+    return out
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise _Timeout
+
+
+def main() -> int:
+    from algorithm.registry import get_strategy
+    from semantics.printer import print_program
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernels", type=int, default=1000)
+    parser.add_argument("--timeout", type=int, default=60)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    programs = generated(args.kernels)
+    signal.signal(signal.SIGALRM, _alarm)
+    waits = conservative = 0
+    kinds: Counter = Counter()
+    cases = []
+    cpu_start, wall_start = time.process_time(), time.perf_counter()
+    for n, program in enumerate(programs):
+        signal.alarm(args.timeout)
+        try:
+            stats = get_strategy("threshold")(program).stats
+        except _Timeout:
+            kinds["timeout"] += 1
+            cases.append({"kernel": n, "kind": "timeout", "notes": [], "text": print_program(program)})
+            continue
+        finally:
+            signal.alarm(0)
+        if stats.get("fallback"):
+            kinds["fallback"] += 1
+            cases.append({"kernel": n, "kind": "fallback", "notes": stats["notes"], "text": print_program(program)})
+            continue
+        waits += stats["waits"]
+        conservative += stats["conservative"]
+        if stats["conservative"]:
+            kinds["conservative"] += 1
+            cases.append({"kernel": n, "kind": "conservative", "notes": stats["notes"],
+                          "text": print_program(program)})
+        else:
+            kinds["exact"] += 1
+    summary = {
+        "kernels": len(programs), "waits": waits, "conservative_waits": conservative,
+        "exact_share": round(1 - conservative / waits, 5) if waits else 1.0, "kernel_kinds": dict(kinds),
+        "cpu_seconds": round(time.process_time() - cpu_start, 1),
+        "seconds": round(time.perf_counter() - wall_start, 1),
+        "cases": [{k: v for k, v in c.items() if k != "text"} for c in cases],
+    }
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for c in cases:
+            (args.out / f"{c['kind']}_{c['kernel']:04d}.sync").write_text(c["text"])
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    print(f"{summary['kernels']} generated kernels, {waits} waits in kernels without fallback, "
+          f"{conservative} conservative: exact share {100 * summary['exact_share']:.2f}%")
+    print(f"kernels: {dict(kinds)}; cpu {summary['cpu_seconds']} s, wall {summary['seconds']} s")
+    for c in cases:
+        print(f"- kernel {c['kernel']} ({c['kind']}): " + ("; ".join(c["notes"]) or "-"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

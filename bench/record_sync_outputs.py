@@ -1,0 +1,100 @@
+"""Record the `sync` outputs (threshold and barrier) of every kernel of the corpus, the
+suite, the SNAX kernels, the threshold cases and the reproducers, as the golden set
+that tests/algorithm/test_sync_outputs.py holds later revisions to.
+
+    python bench/record_sync_outputs.py [--timeout 150] [--only NAME ...]
+
+Each kernel runs in its own subprocess with a time limit. Output: one file per
+(kernel, strategy) in tests/data/sync_outputs/, `<id>.<strategy>.sync` (the printed
+program), and tests/data/sync_outputs/manifest.json with, per file, the status
+(`ok`, `refused` with the message, `timeout`), the number of waits, of barriers and of
+conservative waits. The rule the test encodes (docs/sync-speed.md): a later output is
+byte-identical, or strictly better (fewer conservative waits, or as many and fewer
+waits) and bisimilar per the explicit engine; a refused or timed-out kernel may become
+anything sound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "sync_outputs"
+STRATEGIES = ("threshold", "barrier")
+
+
+def kernels() -> list[Path]:
+    k = ROOT / "kernels"
+    data = ROOT / "tests" / "data"
+    return (sorted(k.rglob("*.sync")) + sorted((k / "snax").glob("*.mlir"))
+            + sorted((data / "threshold_cases").glob("*.sync")) + sorted((data / "repro").glob("*.sync")))
+
+
+def kernel_id(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    parts = rel.parts[1:] if rel.parts[0] == "kernels" else rel.parts[2:]
+    return "__".join(parts)
+
+
+_CHILD = r"""
+import json, sys
+from verify.cli.mlir import load
+from algorithm.registry import get_strategy
+from semantics.printer import print_program
+from semantics.errors import SyncproofError
+program = load({path!r})
+try:
+    result = get_strategy({strategy!r})(program)
+except SyncproofError as err:
+    print(json.dumps({{"status": "refused", "message": str(err)}}))
+    sys.exit(0)
+print(json.dumps({{"status": "ok", "text": print_program(result.program),
+                  "waits": result.stats["waits"], "barriers": result.stats["barriers"],
+                  "conservative": result.stats.get("conservative", 0)}}))
+"""
+
+
+def record(path: Path, strategy: str, timeout: float) -> dict:
+    code = _CHILD.format(path=str(path), strategy=strategy)
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "timeout_seconds": timeout}
+    if proc.returncode != 0:
+        return {"status": "error", "message": proc.stderr.strip().splitlines()[-1:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--timeout", type=float, default=150)
+    parser.add_argument("--only", nargs="*", help="kernel ids to (re)record")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    manifest_path = OUT / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    for path in kernels():
+        kid = kernel_id(path)
+        if args.only and kid not in args.only:
+            continue
+        for strategy in STRATEGIES:
+            name = f"{kid}.{strategy}.sync"
+            row = record(path, strategy, args.timeout)
+            text = row.pop("text", None)
+            if text is not None:
+                (OUT / name).write_text(text)
+            elif (OUT / name).exists():
+                (OUT / name).unlink()
+            manifest[name] = {"kernel": str(path.relative_to(ROOT)), "strategy": strategy, **row}
+            print(name, row.get("status"), row.get("waits"), row.get("conservative"), flush=True)
+            manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

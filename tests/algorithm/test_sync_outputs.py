@@ -1,0 +1,114 @@
+"""Outputs do not get worse (issue 16). tests/data/sync_outputs/ holds the `sync` output
+of every kernel (kernels/**, kernels/snax/*.mlir, tests/data/threshold_cases/,
+tests/data/repro/) under the threshold and barrier strategies, as recorded before the
+speed work by bench/record_sync_outputs.py, with manifest.json (status, waits,
+barriers, conservative waits). Today's output must be byte-identical, or strictly
+better and checked by the explicit engine:
+
+- strictly better: fewer conservative waits; or as many, no more barriers and fewer
+  waits;
+- checked: a threshold output that is fully exact (no conservative wait, no fallback)
+  must be bisimilar, any other output sound (deadlock-free, no early issue);
+- a kernel that was refused or timed out may now get any program that passes the check.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from algorithm.registry import get_strategy
+from semantics.ir import Barrier, Op, walk_stmts
+from semantics.parser import parse
+from semantics.printer import print_program
+from verify.cli.mlir import load
+from verify.engines.explicit import check
+from verify.search.generators import param_bounds
+from verify.verdicts import CheckOptions
+
+from tests.support.corpus import ROOT
+
+OUT = ROOT / "tests" / "data" / "sync_outputs"
+MANIFEST = json.loads((OUT / "manifest.json").read_text())
+HI = 3
+
+
+def counts(program) -> tuple[int, int]:
+    stmts = list(walk_stmts(program.body))
+    return (sum(len(s.waits) for s in stmts if isinstance(s, Op)), sum(isinstance(s, Barrier) for s in stmts))
+
+
+def judge(golden: dict, golden_text: str | None, program, result) -> str | None:
+    """Why `result` (a SyncResult for `program`) breaks the rule against the golden
+    entry, or None when it keeps it."""
+    text = print_program(result.program)
+    if golden["status"] == "ok" and text == golden_text:
+        return None
+    stats = result.stats
+    conservative = stats.get("conservative", 0)
+    waits, barriers = counts(result.program)
+    if golden["status"] == "ok":
+        better = conservative < golden["conservative"] or (
+            conservative == golden["conservative"] and barriers <= golden["barriers"] and waits < golden["waits"])
+        if not better:
+            return (f"changed and not strictly better: conservative {golden['conservative']} -> {conservative}, "
+                    f"waits {golden['waits']} -> {waits}, barriers {golden['barriers']} -> {barriers}")
+    exact = stats["strategy"] == "threshold" and not conservative and not stats.get("fallback")
+    prop = "bisimulation" if exact else "soundness"
+    verdict = check(result.program, param_bounds(program, HI), CheckOptions(property=prop))
+    if verdict.holds is not True:
+        return f"changed output is not {prop}-correct: {verdict.verdict.value}"
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST), ids=lambda n: n[:-5])
+def test_sync_output_is_unchanged_or_strictly_better_and_checked(name):
+    golden = MANIFEST[name]
+    program = load(str(ROOT / golden["kernel"]))
+    result = get_strategy(golden["strategy"])(program)
+    golden_text = (OUT / name).read_text() if golden["status"] == "ok" else None
+    why = judge(golden, golden_text, program, result)
+    assert why is None, f"{golden['kernel']} ({golden['strategy']}): {why}\n{print_program(result.program)}"
+
+
+def test_golden_set_covers_every_kernel():
+    recorded = {entry["kernel"] for entry in MANIFEST.values()}
+    kernels = (sorted((ROOT / "kernels").rglob("*.sync")) + sorted((ROOT / "kernels" / "snax").glob("*.mlir"))
+               + sorted((ROOT / "tests" / "data" / "threshold_cases").glob("*.sync")))
+    missing = [str(k.relative_to(ROOT)) for k in kernels if str(k.relative_to(ROOT)) not in recorded]
+    assert not missing
+
+
+class _Result:
+    def __init__(self, program, **stats):
+        self.program = program
+        self.stats = {"strategy": "threshold", **stats}
+
+
+def _entry(name: str):
+    golden = MANIFEST[name]
+    return golden, (OUT / name).read_text(), load(str(ROOT / golden["kernel"]))
+
+
+def test_judge_rejects_a_worse_or_wrong_output():
+    """The rule has teeth: one wait more is not better; one wait less is fewer waits
+    but unsound; a changed exact output that is over-synchronized is rejected."""
+    golden, text, program = _entry("design_example.sync.threshold.sync")
+    synced = parse(text)
+    assert judge(golden, text, program, _Result(synced)) is None
+    # drop the first wait of the loop: fewer waits, but the explicit engine finds it unsound
+    ops = [s for s in walk_stmts(synced.body) if isinstance(s, Op) and s.waits]
+    victim = ops[-1].name
+    from semantics.ir import map_ops
+    import attrs
+
+    fewer = attrs.evolve(synced, body=map_ops(synced.body, lambda op: attrs.evolve(op, waits=op.waits[1:])
+                                              if op.name == victim else op))
+    assert "not bisimulation-correct" in judge(golden, text, program, _Result(fewer))
+    # the same program with one wait more is not strictly better
+    extra = attrs.evolve(synced, body=map_ops(synced.body, lambda op: attrs.evolve(op, waits=op.waits + op.waits[:1])
+                                              if op.name == victim else op))
+    assert "not strictly better" in judge(golden, text, program, _Result(extra))
+    # a conservative wait more is worse even with fewer waits
+    assert "not strictly better" in judge(golden, text, program, _Result(fewer, conservative=1))
