@@ -39,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="syncproof", description="Insert and verify cross-engine synchronization.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -251,7 +251,7 @@ def _file_of(args) -> str | None:
 
 def _main(argv: list[str] | None) -> int:
     try:
-        args = _build_parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
