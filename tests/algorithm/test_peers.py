@@ -172,11 +172,20 @@ def test_a_push_onto_a_full_queue_blocks_the_pusher():
 # --------------------------------------------------------------- soundness
 
 
+# Issue 18's faithful kernels need more than 8 flag ids between one engine pair per
+# iteration; the flags strategy then falls back to barriers (docs/peers.md), which the
+# bench shows (flags cycles = barrier cycles). The fallback must stay sound.
+FLAG_ID_FALLBACK = {("flags", "matmul_fully_optimized"), ("flags", "flash_attention_causal")}
+
+
 @pytest.mark.parametrize("path", CORPUS + SUITE, ids=lambda p: p.parent.name + "/" + p.stem)
 @pytest.mark.parametrize("strategy", PEERS)
 def test_peer_output_is_sound_and_deadlock_free(path, strategy):
     synced = _synced(path, strategy)
-    assert synced.stats["fallback"] == 0, synced.stats["notes"]
+    if (strategy, path.stem) in FLAG_ID_FALLBACK:  # documented: more same-iteration pairs than flag ids
+        assert synced.stats["fallback"] == 1, synced.stats["notes"]
+    else:
+        assert synced.stats["fallback"] == 0, synced.stats["notes"]
     assert parse(print_program(synced.program)) == synced.program
     result, why = _sound(synced.program, 1 if path in SUITE else 2)
     assert result.holds, why
