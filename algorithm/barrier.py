@@ -126,9 +126,9 @@ def plan_barrier(program: Program, exact: Plan | None = None) -> BarrierPlan:
 
 
 def _plan_regions(program: Program, exact: Plan, local: frozenset) -> tuple[BarrierPlan, frozenset]:
-    ctx = Context(program)
+    ctx = Context(program, session=exact.session)
     all_sites = ctx.sites
-    plan = BarrierPlan(dependence_pairs=exact.dependence_pairs, local=local)
+    plan = BarrierPlan(dependence_pairs=exact.dependence_pairs, local=local, session=exact.session)
     failed = set()
     for n, entry in enumerate(exact.entries):
         keep_z3_small(n, ctx)

@@ -6,8 +6,8 @@ remaining conservative wait or fallback with its reason.
 Kernels come from verify/search/generators.py `programs` (Hypothesis, derandomized, so
 the same kernels every run): loops with affine, triangular (`i..N`, `0..i + 1`) and
 `min`/`max` bounds, `if` on loop variables and parameters (nested), `%` and plain
-indices mixed, 2-4 engines. Each kernel gets `timeout` seconds of wall time (a kernel
-over it is listed, not counted as exact). With --out, every kernel with a
+indices mixed, 2-4 engines. Each kernel gets `timeout` seconds of CPU time (not wall
+time: the machine is shared; a kernel over it is listed, not counted as exact). With --out, every kernel with a
 conservative wait, a fallback or a timeout is written to DIR as a .sync file.
 """
 
@@ -61,13 +61,13 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     programs = generated(args.kernels)
-    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGPROF, _alarm)
     waits = conservative = 0
     kinds: Counter = Counter()
     cases = []
     cpu_start, wall_start = time.process_time(), time.perf_counter()
     for n, program in enumerate(programs):
-        signal.alarm(args.timeout)
+        signal.setitimer(signal.ITIMER_PROF, args.timeout)
         try:
             stats = get_strategy("threshold")(program).stats
         except _Timeout:
@@ -75,7 +75,7 @@ def main() -> int:
             cases.append({"kernel": n, "kind": "timeout", "notes": [], "text": print_program(program)})
             continue
         finally:
-            signal.alarm(0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
         if stats.get("fallback"):
             kinds["fallback"] += 1
             cases.append({"kernel": n, "kind": "fallback", "notes": stats["notes"], "text": print_program(program)})

@@ -105,39 +105,21 @@ class Facts:
     Z3 hash-conses terms, so term ids make a cheap memo key (the session's memo keeps
     the terms alive, since Z3 reuses the id of a freed term).
 
-    Facts made by `with_` share their parent's solver: a query pushes the extra
-    assertions and the negated claim onto the root's solver and pops them again, so a
-    chain of refinements costs its few extra assertions per query, not a new solver
-    with every assertion re-added (up to MAX_SHARED extras; then a solver of its own)."""
+    (Tried and dropped: Facts made by `with_` sharing their parent's solver, pushing
+    the extra assertions per query. Fewer assertions, but each check in a pushed scope
+    cost more: the 100-op chain took 4.5 s CPU instead of 3.7-4.1 s.)"""
 
-    MAX_SHARED = 6
-
-    def __init__(self, session: Session, assertions=(), _root: "Facts | None" = None, _extra=(), _key=None):
+    def __init__(self, session: Session, assertions=(), _key=None):
         self.session = session
         self.assertions = list(assertions)
-        self._root = _root  # the Facts whose solver holds our assertions but `_extra`
-        self._extra = list(_extra)
         self._key = _key if _key is not None else frozenset(a.get_id() for a in self.assertions)
         self._solver = None
 
     def with_(self, *more) -> "Facts":
-        key = self._key.union(a.get_id() for a in more)
-        root, extra = (self._root, self._extra + list(more)) if self._root is not None else (self, list(more))
-        if len(extra) > self.MAX_SHARED:
-            return Facts(self.session, self.assertions + list(more), _key=key)
-        return Facts(self.session, self.assertions + list(more), root, extra, key)
+        return Facts(self.session, self.assertions + list(more), self._key.union(a.get_id() for a in more))
 
     def z(self, node):
         return self.session.z(node)
-
-    def _base_solver(self):
-        if self._solver is None:
-            # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
-            # same incremental mode anyway, minus the combined solver's overhead.
-            self._solver = z3.SimpleSolver(ctx=self.session.ctx)
-            self._solver.set("rlimit", self.session.rlimit)
-            self._solver.add(*self.assertions)
-        return self._solver
 
     def proves(self, claim) -> bool:
         memo = self.session.memo
@@ -145,13 +127,16 @@ class Facts:
         entry = memo.get(key)
         if entry is not None:
             return entry[0]
-        solver = (self._root or self)._base_solver()
-        solver.push()
-        if self._extra:
-            solver.add(*self._extra)
-        solver.add(z3.Not(claim))
-        hit = solver.check() == z3.unsat
-        solver.pop()
+        if self._solver is None:
+            # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
+            # same incremental mode anyway, minus the combined solver's overhead.
+            self._solver = z3.SimpleSolver(ctx=self.session.ctx)
+            self._solver.set("rlimit", self.session.rlimit)
+            self._solver.add(*self.assertions)
+        self._solver.push()
+        self._solver.add(z3.Not(claim))
+        hit = self._solver.check() == z3.unsat
+        self._solver.pop()
         self.session.queries += 1
         if len(memo) > 500_000:
             memo.clear()

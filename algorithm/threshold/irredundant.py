@@ -87,7 +87,7 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
 def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs) -> tuple[list[PlanEntry], int]:
     """The plan's entries without redundant waits, and how many were dropped
     (`conflicts` as for `plan_thresholds`)."""
-    ctx = Context(program, conflicts)
+    ctx = Context(program, conflicts, plan.session)
     all_sites = ctx.sites
     entries = {(e.op, e.engine): e for e in plan.entries}
     by_op: dict[str, list[PlanEntry]] = {}

@@ -66,6 +66,9 @@ class PlanEntry:
 class Plan:
     entries: list = attrs.Factory(list)
     dependence_pairs: int = 0  # static (producer op, consumer op) pairs with a possible dependence
+    # The solver session the plan was made in; the passes over the plan (irredundancy,
+    # barrier regions) continue in it, so that their queries meet the plan's memo.
+    session: object = attrs.field(default=None, eq=False, repr=False)
 
 
 def body_at(program: Program, trail, depth: int):
@@ -399,7 +402,7 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
     depend on what ran before in the process (Z3's effort on a query depends on the
     ids of earlier terms)."""
     ctx = Context(program, conflicts)
-    plan = Plan()
+    plan = Plan(session=ctx.session)
     for n, y in enumerate(ctx.sites.values()):
         keep_z3_small(n, ctx)
         facts = site_facts(ctx, y)

@@ -155,3 +155,21 @@ def test_nested_ifs_reproducer_plans_and_is_bisimilar():
     result = get_strategy("threshold")(program)
     prop = "bisimulation" if not result.stats["conservative"] and not result.stats["fallback"] else "soundness"
     assert check(result.program, param_bounds(program, 3), CheckOptions(property=prop)).holds is True
+
+
+def test_cli_reports_the_fallback_in_the_statistics_line_and_json():
+    """`sync` exits 0 on a kernel it once refused and says how it fell back; `verify
+    --json` carries the same in its `sync` object."""
+    kernel = str(REPRO / "threshold_refuses_2.sync")
+    sync = subprocess.run([sys.executable, "-m", "verify.cli", "sync", kernel], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert sync.returncode == 0, sync.stderr
+    assert "fell back to barrier" in sync.stderr and "local barriers" in sync.stderr
+    assert "Traceback" not in sync.stderr
+    verify = subprocess.run([sys.executable, "-m", "verify.cli", "verify", kernel, "--json", "--scope", "bounded",
+                             "--property", "soundness", "--max-param", "2"], capture_output=True, text=True, cwd=ROOT)
+    import json
+
+    data = json.loads(verify.stdout)
+    assert data["sync"]["fallback"] == "barrier" and data["sync"]["local_barriers"] >= 1
+    assert data["verdict"] in ("bisimilar", "over-synchronized") and verify.returncode == 0
