@@ -1,5 +1,5 @@
 """Error reporting, xDSL style: every malformed input gives `FILE:LINE:COL: error: MESSAGE`
-on stderr, exit status 2, and never a Python traceback (DESIGN.md sections 5 and 6).
+on stderr, exit status 2, and never a Python traceback (docs/design.md sections 5 and 6).
 
 tests/data/errors/*.sync holds one small malformed kernel per error. The first line says what
 is expected:

@@ -1,4 +1,4 @@
-"""The `lean` command (DESIGN.md section 6): write a Lake project with the kernel, its
+"""The `lean` command (docs/design.md section 6): write a Lake project with the kernel, its
 semantics and its theorems (lean_export/ does the work)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 from semantics.errors import UsageError
 from semantics.parser import parse_file
 
-EXIT_OK = 0
+from verify.cli.common import EXIT_OK
 
 
 def add_parsers(sub) -> None:
