@@ -22,11 +22,18 @@ def witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
         return None
     verdict = max(first, key=SEVERITY.__getitem__)
     state, labels = first[verdict]
+    return explain(verdict, unrolled, ref, ctr, state, labels, trace_to(parent, state))
+
+
+def explain(verdict: Verdict, unrolled, ref, ctr, state, labels, trace: tuple[Label, ...]) -> Witness:
+    """The witness of `verdict` in the product `state` (r, c), reached by `trace`, where
+    `labels` are the issue labels the two machines disagree on there (engines that do not
+    keep a parent map, such as the happens-before engine, call this directly)."""
     r, c = state
     lines = []
     engines = unrolled.program.engines
     if verdict == Verdict.UNSOUND and ctr.error(c):
-        last = trace_to(parent, state)[-1:]
+        last = trace[-1:]
         who = f" when {describe_label(unrolled, last[0])}" if last else ""
         lines.append(f"hardware error: {ctr.error(c)}{who}")
     for label in labels:
@@ -65,4 +72,4 @@ def witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
                              f"blocks it: C[{engines[f]}] = {value}")
     if verdict == Verdict.DEADLOCK:
         lines.insert(0, "no engine can take a step, and not every engine has finished")
-    return Witness(verdict, unrolled, trace_to(parent, state), tuple(labels), tuple(lines))
+    return Witness(verdict, unrolled, tuple(trace), tuple(labels), tuple(lines))

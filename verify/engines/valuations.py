@@ -1,0 +1,100 @@
+"""The loop every per-valuation engine shares: valuations smallest first, the first
+valuation showing the most severe verdict, a stop at the first unsound one, budgets,
+progress, and fan-out of the valuations (verify/fanout.py) with the serial answer."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import time
+
+import attrs
+
+from semantics.errors import SyncproofError
+from semantics.ir import Program
+from semantics.sequential import UnrollLimit, unroll
+
+from ..fanout import SERIAL, FanOut, ordered_map
+from ..verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
+
+
+def valuations(bounds: tuple[tuple[str, int, int], ...]) -> list[dict[str, int]]:
+    """Every valuation within inclusive bounds, smallest sum first (small witnesses first)."""
+    ranges = [range(lo, hi + 1) for _, lo, hi in bounds]
+    names = [name for name, _, _ in bounds]
+    combos = sorted(itertools.product(*ranges), key=lambda v: (sum(v), v))
+    return [dict(zip(names, combo)) for combo in combos]
+
+
+def run_valuation(program: Program, decide, options: CheckOptions, time_left: float | None,
+                  values: dict[str, int]):
+    """Unroll and decide one valuation (in whatever process runs it). A kernel error is
+    returned, not raised, so that it crosses process boundaries intact."""
+    deadline = time.monotonic() + time_left if time_left is not None else None
+    try:
+        unrolled = unroll(program, values, limit=options.max_states)
+    except UnrollLimit as limit:
+        return ValuationResult(Verdict.UNKNOWN, 0, None, frozenset(), reason=f"instance limit: {limit}")
+    except SyncproofError as err:
+        return err
+    return decide(unrolled, options, deadline)
+
+
+def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...], options: CheckOptions,
+                     decide, engine: str, fan_out: FanOut | None = None) -> CheckResult:
+    """Check every valuation within `bounds` with `decide(unrolled, options, deadline)`.
+    The result is the same for every `fan_out`."""
+    fan_out = fan_out or SERIAL
+    start = time.monotonic()
+    deadline = start + options.timeout if options.timeout else None
+    all_valuations = valuations(bounds)
+    total_states, done = 0, 0
+    worst: Verdict = Verdict.BISIMILAR
+    witness: Witness | None = None
+    unknown_reason = None
+    last_report = start
+    time_left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    run = functools.partial(run_valuation, program, decide, attrs.evolve(options, progress=None), time_left)
+    results = ordered_map(run, all_valuations, fan_out)
+    try:
+        for number, (values, result) in enumerate(zip(all_valuations, results)):
+            if isinstance(result, Exception):
+                raise result
+            total_states += result.states
+            done += 1
+            for found in result.findings:
+                if SEVERITY[found] > SEVERITY[worst]:
+                    worst, witness = found, result.witness
+            now = time.monotonic()
+            if options.progress and now - start > 3 and now - last_report > 2:
+                last_report = now
+                options.progress(f"verify: valuation {number + 1}/{len(all_valuations)}, "
+                                 f"{total_states} {'states' if engine == 'explicit' else 'events'}, "
+                                 f"{now - start:.0f}s")
+            if result.verdict == Verdict.UNKNOWN:
+                shown = ", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"
+                unknown_reason = f"{result.reason} at {shown}"
+                if deadline is not None and now > deadline:
+                    break
+            elif deadline is not None and now > deadline and number + 1 < len(all_valuations):
+                unknown_reason = "time limit reached"
+                break
+            if worst == Verdict.UNSOUND:
+                break
+    finally:
+        close = getattr(results, "close", None)
+        if close:
+            close()
+    complete = unknown_reason is None and (done == len(all_valuations) or worst == Verdict.UNSOUND)
+    failed = is_failure(worst, options.property)
+    if failed:
+        verdict, holds = worst, False
+    elif not complete:
+        verdict, holds = Verdict.UNKNOWN, None
+    else:
+        verdict, holds = worst, True
+    return CheckResult(
+        verdict=verdict, holds=holds, property=options.property, engine=engine, bounds=bounds,
+        states=total_states, valuations=done, total_valuations=len(all_valuations),
+        witness=witness, complete=complete, reason=unknown_reason,
+    )
