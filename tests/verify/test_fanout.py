@@ -1,0 +1,77 @@
+"""Fan-out (verify/fanout.py): a process pool and a Dask cluster give the serial answer,
+in task order, with the same first counterexample."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import pytest
+
+from semantics.parser import parse
+from verify.engines import happens_before
+from verify.engines.valuations import check_valuations
+from verify.explicit import explore
+from verify.fanout import FanOut, ordered_map
+from verify.verdicts import CheckOptions, Verdict
+
+
+def slow_square(delay: float, n: int) -> int:
+    time.sleep(delay * (5 - n % 5))  # later tasks finish first
+    return n * n
+
+
+# Unsound from N=2 on (the wait counts one load too few); over-synchronized at N=1.
+KERNEL = """
+engines LD PE
+param N, M
+for i in 0..N + M {
+  LD load writes a[i]
+  PE mm reads a[i] wait LD >= if i == 0 then 2 else i
+}
+"""
+
+
+def outcome(result):
+    w = result.witness
+    return (result.verdict, result.holds, result.valuations, result.states, result.complete,
+            w and w.unrolled.valuation, w and w.trace, w and w.failing, w and w.explanation)
+
+
+def test_a_process_pool_keeps_task_order():
+    tasks = list(range(10))
+    fn = functools.partial(slow_square, 0.02)
+    assert list(ordered_map(fn, tasks, FanOut(workers=2))) == [n * n for n in tasks]
+
+
+def test_stopping_early_cancels_what_is_pending():
+    results = ordered_map(functools.partial(slow_square, 0.0), range(10_000), FanOut(workers=2))
+    assert next(results) == 0
+    results.close()  # must return promptly, not run 10,000 tasks
+
+
+@pytest.mark.parametrize("decide", [happens_before.decide_valuation, explore], ids=["happens-before", "explicit"])
+def test_a_process_pool_reports_the_serial_counterexample(decide):
+    program = parse(KERNEL)
+    bounds = (("N", 0, 3), ("M", 0, 3))
+    serial = check_valuations(program, bounds, CheckOptions(), decide, "e")
+    pooled = check_valuations(program, bounds, CheckOptions(), decide, "e", FanOut(workers=2))
+    assert serial.verdict == Verdict.UNSOUND and serial.valuations < serial.total_valuations
+    assert outcome(pooled) == outcome(serial)
+
+
+def test_a_dask_cluster_reports_the_serial_counterexample():
+    distributed = pytest.importorskip("distributed")
+    program = parse(KERNEL)
+    bounds = (("N", 0, 3), ("M", 0, 3))
+    serial = happens_before.check(program, bounds)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, host="127.0.0.1", protocol="tcp",
+                                  dashboard_address=None) as cluster:
+        remote = happens_before.check(program, bounds, fan_out=FanOut(cluster=cluster.scheduler_address))
+    assert serial.verdict == Verdict.UNSOUND
+    assert outcome(remote) == outcome(serial)
+
+
+def test_workers_must_be_positive():
+    with pytest.raises(Exception, match="at least 1"):
+        FanOut(workers=0)
