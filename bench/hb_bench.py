@@ -40,7 +40,8 @@ def instances_at(program, value: int, cap: int) -> int:
 
 
 def value_for(program, target: int) -> int | None:
-    """The smallest common parameter value giving at least `target` instances."""
+    """A common parameter value giving at least `target` instances (within 1/16 of the
+    smallest such value)."""
     if not program.params:
         return None
     hi = 1
@@ -49,7 +50,7 @@ def value_for(program, target: int) -> int | None:
         if hi > 1 << 20:
             return None
     lo = hi // 2
-    while lo + 1 < hi:
+    while hi - lo > max(1, hi // 16):
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if instances_at(program, mid, 4 * target) < target else (lo, mid)
     return hi

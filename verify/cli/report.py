@@ -60,6 +60,9 @@ def result_text(result: CheckResult, strategy: str, filename: str, proved_all: b
         scope = (f"all {result.total_valuations} valuations covered symbolically" if result.complete
                  else f"{result.total_valuations} valuations, not all covered")
         explored = f"{scope}, {result.states} Z3 queries"
+    elif result.engine == "happens-before":  # `states` counts the events of the happens-before order
+        explored = (f"{result.valuations} of {result.total_valuations} valuations decided on the happens-before "
+                    f"order, {result.states} events")
     else:
         explored = f"{result.valuations} of {result.total_valuations} valuations explored, {result.states} states"
     out = [
