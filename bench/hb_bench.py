@@ -98,7 +98,7 @@ def cmd_scale(args) -> int:
 
 
 def cmd_differential(args) -> int:
-    from tests.verify.engines.test_happens_before import run_differential
+    from tests.support.differential import run_differential
 
     start = time.perf_counter()
     seen, mismatches = run_differential(args.examples)
@@ -112,9 +112,9 @@ def cmd_differential(args) -> int:
 
 
 def cmd_fanout(args) -> int:
-    from verify.cli import parse_bounds
+    from verify.cli.main import parse_bounds
     from verify.engines.valuations import check_valuations
-    from verify.explicit import explore
+    from verify.engines.explicit import explore
     from verify.fanout import FanOut
     from verify.verdicts import CheckOptions
 

@@ -11,7 +11,7 @@ import pytest
 from semantics.parser import parse
 from verify.engines import happens_before
 from verify.engines.valuations import check_valuations
-from verify.explicit import explore
+from verify.engines.explicit import explore
 from verify.fanout import FanOut, ordered_map
 from verify.verdicts import CheckOptions, Verdict
 

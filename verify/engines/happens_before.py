@@ -31,8 +31,6 @@ length of the explicit engine's breadth-first (shortest) trace:
 
 from __future__ import annotations
 
-from typing import Callable
-
 import attrs
 
 from semantics.errors import UsageError
@@ -40,10 +38,10 @@ from semantics.ir import Program, peer_clause
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled, requirements
 
-from ..explicit import InternalError
-from .witness import explain
-from ..verdicts import CheckOptions, CheckResult, ValuationResult, Verdict, Witness
-from .valuations import check_valuations
+from verify.engines.explicit import InternalError
+from verify.engines.valuations import check_valuations
+from verify.engines.witness import explain
+from verify.verdicts import CheckOptions, CheckResult, ValuationResult, Verdict, Witness
 
 ENGINE = "happens-before"
 NEVER = -1  # a wait source that does not exist: the waiting issue never happens

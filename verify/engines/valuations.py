@@ -14,8 +14,8 @@ from semantics.errors import SyncproofError
 from semantics.ir import Program
 from semantics.sequential import UnrollLimit, unroll
 
-from ..fanout import SERIAL, FanOut, ordered_map
-from ..verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
+from verify.fanout import SERIAL, FanOut, ordered_map
+from verify.verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
 
 
 def valuations(bounds: tuple[tuple[str, int, int], ...]) -> list[dict[str, int]]:
