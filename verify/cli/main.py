@@ -22,8 +22,10 @@ from verify.cli import mlir as cli_mlir
 from verify.cli import prove as cli_prove
 from verify.cli import search as cli_search
 from verify.cli import timing as cli_timing
-from verify.engines.explicit import InternalError, check
+from verify.cli import fanout as cli_fanout
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds
+from verify.engines import select as engine_select
+from verify.engines.explicit import InternalError
 from verify.cli.report import result_json, result_text
 from verify.verdicts import PROPERTIES, CheckOptions, EngineName, Property, Verdict
 
@@ -56,7 +58,12 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="inclusive bounds for one parameter (NAME=LO..HI or NAME=VALUE)")
     p.add_argument("--max-param", type=int, metavar="K",
                    help="bound every parameter not given by --param to 0..K (default 3)")
-    p.add_argument("--engine", choices=[e.value for e in EngineName], default=EngineName.EXPLICIT.value)
+    p.add_argument("--engine", choices=[*engine_select.CHOICES, EngineName.Z3.value, EngineName.BOTH.value],
+                   default=engine_select.AUTO,
+                   help="auto (default): hb for waits and barriers, explicit for flags and tokens; "
+                        "hb: the happens-before engine; explicit: the product exploration; z3; "
+                        "both: explicit and z3, which must agree")
+    cli_fanout.add_arguments(p, "the parameter valuations")
     p.add_argument("--property", choices=PROPERTIES, default=Property.BISIMULATION.value)
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states,
                    help="state limit per parameter valuation; reaching it gives 'unknown'")
@@ -112,10 +119,13 @@ def _cmd_verify(args) -> int:
 
     results = {}
     try:
-        if args.engine in (EngineName.EXPLICIT, EngineName.BOTH):
+        if args.engine != EngineName.Z3:  # a per-valuation engine (`both`: the explicit one, and z3)
             options = CheckOptions(property=args.property, max_states=args.max_states, timeout=args.timeout,
                                    progress=progress)
-            results["explicit"] = check(synced, bounds, options)
+            both = args.engine == EngineName.BOTH
+            results[EngineName.EXPLICIT if both else args.engine] = engine_select.check(
+                synced, bounds, options, engine_select.EXPLICIT if both else args.engine,
+                cli_fanout.fan_out_of(args))
         if args.engine in (EngineName.Z3, EngineName.BOTH):
             # the Z3 engine module is imported here, but z3 itself is already loaded by the
             # strategies (issue 16 is to make `check` start without it)
