@@ -75,3 +75,31 @@ def test_a_dask_cluster_reports_the_serial_counterexample():
 def test_workers_must_be_positive():
     with pytest.raises(Exception, match="at least 1"):
         FanOut(workers=0)
+
+
+def test_search_on_a_pool_finds_what_the_serial_search_finds():
+    from tests.support.broken_strategies import ignore_war
+    from verify.search.search import SearchOptions, search
+
+    options = SearchOptions(strategy="ignore-war", sync=ignore_war, examples=25, seed=1)
+    serial = search(options)
+    pooled = search(options, FanOut(workers=2))
+    assert serial.finding is not None
+    assert pooled.finding.program == serial.finding.program
+    assert outcome(pooled.finding.result) == outcome(serial.finding.result)
+    assert (pooled.examples, pooled.skipped_unknown, pooled.skipped_rejected, pooled.largest_ops) == \
+        (serial.examples, serial.skipped_unknown, serial.skipped_rejected, serial.largest_ops)
+
+
+def test_mutants_on_a_pool_are_judged_as_serially():
+    from semantics.parser import parse_file
+    from tests.support.corpus import ROOT
+    from verify.search.mutate import run_mutants
+
+    program = parse_file(str(ROOT / "kernels" / "pipeline_db.sync"))
+    bounds = (("N", 0, 2),)
+    serial = run_mutants(program, bounds)
+    pooled = run_mutants(program, bounds, fan_out=FanOut(workers=2))
+    assert len(serial) > 5 and {r.outcome for r in serial} >= {"killed"}
+    assert [(r.mutant.where, r.outcome, r.verdict) for r in pooled] == \
+        [(r.mutant.where, r.outcome, r.verdict) for r in serial]

@@ -10,6 +10,7 @@ from collections import Counter
 from semantics.errors import UsageError
 from semantics.parser import parse_file
 from semantics.printer import print_program
+from verify.cli import fanout as cli_fanout
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, parse_bounds
 from verify.cli.report import result_json, result_text
 from verify.verdicts import PROPERTIES, CheckOptions, MutantStatus, Property
@@ -25,6 +26,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--property", choices=PROPERTIES, default=Property.BISIMULATION.value)
     p.add_argument("--max-param", type=int, default=2, metavar="K",
                    help="check every generated kernel with parameters over 0..K (default 2)")
+    cli_fanout.add_arguments(p, "the generated kernels")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("mutate", help="mutate a kernel's synchronization and check that the verifier kills the mutants")
@@ -33,6 +35,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI")
     p.add_argument("--max-param", type=int, metavar="K")
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states)
+    cli_fanout.add_arguments(p, "the mutants")
     p.add_argument("--json", action="store_true")
 
 
@@ -49,7 +52,7 @@ def cmd_search(args) -> int:
         raise UsageError("--max-param must be non-negative")
     options = SearchOptions(strategy=args.strategy, examples=args.examples, seed=args.seed,
                             property=args.property, max_param=args.max_param, progress=_progress)
-    outcome = search(options)
+    outcome = search(options, cli_fanout.fan_out_of(args))
     finding = outcome.finding
     summary = {
         "strategy": args.strategy, "property": args.property, "seed": args.seed,
@@ -104,7 +107,8 @@ def cmd_search(args) -> int:
 
 def cmd_mutate(args) -> int:
     from algorithm.registry import get_strategy
-    from verify.engines.explicit import check
+    from verify.cli.fanout import fan_out_of
+    from verify.engines.select import check
     from verify.search.mutate import OPERATORS, kill_rate, run_mutants
 
     program = parse_file(args.file)
@@ -118,7 +122,7 @@ def cmd_mutate(args) -> int:
         print(f"mutate: the {args.strategy} output of {args.file} is itself {original.verdict.value} within the "
               "bounds; mutants of it say nothing", file=sys.stderr)
         return EXIT_UNKNOWN if original.holds is None else EXIT_FAIL
-    results = run_mutants(synced, bounds, options, progress=_progress)
+    results = run_mutants(synced, bounds, options, progress=_progress, fan_out=fan_out_of(args))
     rate = kill_rate(results)
     if args.json:
         print(json.dumps({

@@ -20,6 +20,7 @@ counted as killed or equivalent).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import attrs
@@ -29,7 +30,8 @@ from semantics.ir import (
     Program, Var, Wait, walk_expr,
 )
 from semantics.printer import print_expr
-from verify.engines.explicit import check
+from verify.engines import select
+from verify.fanout import SERIAL, FanOut, ordered_map
 from verify.verdicts import CheckOptions, CheckResult, MutantStatus, Verdict
 
 
@@ -158,15 +160,23 @@ OPERATORS = ("threshold+1", "threshold-1", "drop-wait", "retarget-wait", "freeze
              "drop-barrier", "move-barrier")
 
 
+def check_mutant(bounds, options: CheckOptions, engine: str, program: Program) -> CheckResult:
+    """One mutant's check (a task of the fan-out)."""
+    return select.check(program, bounds, options, engine)
+
+
 def run_mutants(program: Program, bounds, options: CheckOptions = CheckOptions(),
-                progress: Callable[[str], None] | None = None) -> list[MutantResult]:
-    """Verify every mutant of `program` within `bounds`."""
+                progress: Callable[[str], None] | None = None, engine: str = select.AUTO,
+                fan_out: FanOut = SERIAL) -> list[MutantResult]:
+    """Verify every mutant of `program` within `bounds` (in source order, whatever the
+    fan-out)."""
     out = []
     all_mutants = mutants(program)
-    for n, mutant in enumerate(all_mutants, 1):
+    task = functools.partial(check_mutant, bounds, attrs.evolve(options, progress=None), engine)
+    results = ordered_map(task, [m.program for m in all_mutants], fan_out)
+    for n, (mutant, result) in enumerate(zip(all_mutants, results), 1):
         if progress:
             progress(f"mutate: {n}/{len(all_mutants)} {mutant.operator}: {mutant.where}")
-        result = check(mutant.program, bounds, options)
         if result.holds is None:
             outcome = MutantStatus.UNKNOWN
         else:

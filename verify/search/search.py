@@ -15,6 +15,7 @@ exception from the strategy is a crash and is a finding.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from semantics.errors import SyncproofError
 from semantics.ir import Program, loops, ops
 from semantics.printer import print_program
 from verify.engines.explicit import check
+from verify.fanout import SERIAL, FanOut, ordered_map
 from verify.search.generators import param_bounds, programs
 from verify.verdicts import CheckOptions, CheckResult, is_failure
 
@@ -87,8 +89,49 @@ def _check(program: Program, options: SearchOptions):
     return synced, result, None
 
 
-def search(options: SearchOptions = SearchOptions()) -> SearchResult:
-    """Search for a kernel on which the strategy fails the property; shrink it."""
+def check_example(options: SearchOptions, program: Program):
+    """One generated kernel's (synced, result, crash): a task of the fan-out."""
+    return _check(program, options)
+
+
+def _failed(checked, prop: str) -> bool:
+    synced, result, crash = checked
+    return crash is not None or (result is not None and result.holds is not None and is_failure(result.verdict, prop))
+
+
+def _checked_ahead(strategy, config, options: SearchOptions, fan_out: FanOut) -> dict:
+    """The checks of the kernels a serial search generates, up to its first failure, done
+    on the fan-out. Hypothesis draws the same kernels from the same seed as long as every
+    check passes, so generating with an always-passing test lists the serial run's
+    kernels (and more, which the serial run would not have reached)."""
+    drawn: list = []
+
+    def collect(program: Program) -> bool:
+        drawn.append(program)
+        return False
+
+    try:
+        find(strategy, collect, settings=settings(config, phases=[Phase.generate]),
+             random=random.Random(options.seed))
+    except (NoSuchExample, Unsatisfiable):
+        pass
+    task = functools.partial(check_example, attrs.evolve(options, progress=None))
+    known: dict = {}
+    results = ordered_map(task, drawn, fan_out)
+    try:
+        for program, checked in zip(drawn, results):
+            known[program] = checked
+            if _failed(checked, options.property):
+                break
+    finally:
+        results.close()
+    return known
+
+
+def search(options: SearchOptions = SearchOptions(), fan_out: FanOut = SERIAL) -> SearchResult:
+    """Search for a kernel on which the strategy fails the property; shrink it. With a
+    fan-out, the generated kernels are checked in parallel first; the search then runs
+    as a serial one would (same kernels, same counts, same finding), shrinking serially."""
     from algorithm.registry import get_strategy
 
     if options.sync is None:
@@ -108,7 +151,7 @@ def search(options: SearchOptions = SearchOptions()) -> SearchResult:
             last_report[0] = now
             options.progress(f"search: {tally['examples']} kernels tried, largest {tally['largest']} ops, "
                              f"{now - start:.0f}s")
-        synced, result, crash = _check(program, options)
+        synced, result, crash = known.get(program) or _check(program, options)
         if crash is not None:
             return True
         if result is None:
@@ -124,6 +167,7 @@ def search(options: SearchOptions = SearchOptions()) -> SearchResult:
     config = settings(max_examples=options.examples, database=None, deadline=None,
                       phases=[Phase.generate, Phase.shrink],
                       suppress_health_check=list(HealthCheck))
+    known = {} if fan_out.serial else _checked_ahead(strategy, config, options, fan_out)
     try:
         found = find(strategy, fails, settings=config, random=random.Random(options.seed))
     except (NoSuchExample, Unsatisfiable):
@@ -162,6 +206,7 @@ from pathlib import Path
 from algorithm.registry import get_strategy
 from semantics.parser import parse
 from verify.engines.explicit import check
+from verify.fanout import SERIAL, FanOut, ordered_map
 from verify.search.generators import param_bounds
 from verify.verdicts import CheckOptions
 
