@@ -74,25 +74,26 @@ def peak_mb(program, value) -> float:
 def cmd_scale(args) -> int:
     files = args.kernels or sorted(str(p.relative_to(ROOT)) for p in
                                    [*ROOT.glob("kernels/*.sync"), *ROOT.glob("kernels/suite/*.sync")])
-    print("| kernel | parameters | instances | verdict | verify (s) | peak MiB | peak MiB at 2x |")
-    print("|---|---|---:|---|---:|---:|---:|")
+    memory = " peak MiB | peak MiB at 2x |" if args.memory else ""
+    print(f"| kernel | parameters | instances | verdict | verify (s) |{memory}")
+    print("|---|---|---:|---|---:|" + ("---:|---:|" if args.memory else ""))
     worst = 0.0
     for name in files:
-        program = get_strategy("threshold")(parse_file(str(ROOT / name) if not Path(name).is_absolute()
-                                                       else name)).program
+        program = get_strategy("threshold")(parse_file(str(ROOT / name))).program
         value = value_for(program, args.instances)
         if value is None:
             result, seconds = timed_check(program, 0)
-            count = len(unroll(program, {}).instances) if not program.params else "?"
-            print(f"| {name} | (none) | {count} | {result.verdict.value} | {seconds:.2f} | | |")
+            print(f"| {name} | (none) | {len(unroll(program, {}).instances)} | {result.verdict.value} | "
+                  f"{seconds:.2f} |", flush=True)
             continue
         count = instances_at(program, value, 1 << 30)
         result, seconds = timed_check(program, value)
         worst = max(worst, seconds)
-        double = value_for(program, 2 * count)
         shown = ", ".join(f"{p.name}={value}" for p in program.params)
-        print(f"| {name} | {shown} | {count} | {result.verdict.value} | {seconds:.2f} | "
-              f"{peak_mb(program, value):.0f} | {peak_mb(program, double):.0f} |", flush=True)
+        extra = ""
+        if args.memory:
+            extra = f" {peak_mb(program, value):.0f} | {peak_mb(program, value_for(program, 2 * count)):.0f} |"
+        print(f"| {name} | {shown} | {count} | {result.verdict.value} | {seconds:.2f} |{extra}", flush=True)
     print(f"\nslowest verification: {worst:.2f} s")
     return 0
 
@@ -138,6 +139,7 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("scale")
     p.add_argument("--instances", type=int, default=100_000)
+    p.add_argument("--memory", action="store_true", help="also peak traced memory, at the size and twice it")
     p.add_argument("kernels", nargs="*")
     p = sub.add_parser("differential")
     p.add_argument("--examples", type=int, default=10_000)
