@@ -171,10 +171,11 @@ def clocks(unrolled: Unrolled, lay: Layout, sources) -> Clocks:
                 break
             clock = list(current[e])
             for x in sources[item]:
-                clock = [a if a >= b else b for a, b in zip(clock, issue[x])]
                 fx, done = engine_of[x], 2 * position[x] + 2
-                if clock[fx] < done:
-                    clock[fx] = done
+                if clock[fx] >= done:
+                    continue  # complete(x) precedes already, and so does all of its down-set
+                clock = [a if a >= b else b for a, b in zip(clock, issue[x])]
+                clock[fx] = done
             pos = cursor[e]
             clock[e] = 2 * pos + 1
             issue[item] = tuple(clock)
@@ -239,10 +240,21 @@ def find_over_synchronized(unrolled: Unrolled, lay: Layout, dag: Clocks, sources
     best = None
     engine_of = [i.engine for i in unrolled.instances]
     start = close([0] * lay.engines, lay, unrolled)
+    position, issue = lay.position, dag.issue
+
+    def precedes(x: int, r: int) -> bool:  # complete(x) <= complete(r)
+        fx = engine_of[x]
+        done = issue[r][fx] if fx != engine_of[r] else 2 * position[r] + 2
+        return done >= 2 * position[x] + 2
+
     for y in unrolled.instances:
         prerequisites = [x for x, _ in last_producers(y, need[y.index], lay)]
         if y.local:
             prerequisites.append(lay.local_instance[y.engine][y.local - 1])
+        pos = position[y.index]
+        after_barrier = pos > 0 and unrolled.streams[y.engine][pos - 1] < 0
+        if not after_barrier and all(any(precedes(x, r) for r in prerequisites) for x in sources[y.index]):
+            continue  # every predecessor of issue(y) is below a prerequisite: the common case, no join
         least = close(join_completions(start, prerequisites, dag, lay, engine_of), lay, unrolled)
         if least[y.engine] < 2 * lay.position[y.index] or any(
                 not completed(least, lay, x, engine_of[x]) for x in sources[y.index]):
