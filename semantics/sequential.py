@@ -15,7 +15,8 @@ from typing import Mapping
 import attrs
 
 from semantics.errors import EvalError, UsageError
-from semantics.evaluate import eval_cond, eval_expr
+from semantics.compiled import compiler
+from semantics.evaluate import eval_expr
 from semantics.ir import FLAG_IDS, QUEUES, Barrier, For, If, Loc, Op, Program
 
 Element = tuple  # (buffer, index values...)
@@ -81,6 +82,7 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
     env: dict[str, int] = dict(valuation)
     loop_env: list[tuple[str, int]] = []
     iters: dict[str, int] = {}
+    compiled = compiler()  # expressions compiled once, evaluated per instance
 
     def where() -> str:
         return valuation_text(valuation + tuple(loop_env))
@@ -93,9 +95,9 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                     accesses: dict[Element, bool] = {}
                     try:
                         for access, written in [(a, False) for a in stmt.reads] + [(a, True) for a in stmt.writes]:
-                            element = (access.buffer, *(eval_expr(i, env) for i in access.indices))
+                            element = (access.buffer, *(compiled(i)(env) for i in access.indices))
                             accesses[element] = accesses.get(element, False) or written
-                        waits = tuple((engine_number[w.engine], eval_expr(w.threshold, env, iters)) for w in stmt.waits)
+                        waits = tuple((engine_number[w.engine], compiled(w.threshold)(env, iters)) for w in stmt.waits)
                         syncs = tuple((s.kind, engine_number[s.engine], _sync_id(s, env)) for s in stmt.syncs)
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
@@ -114,7 +116,7 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                         stream.append(-len(barriers))
                 case For(var=var, lo=lo, hi=hi, body=inner):
                     try:
-                        start, stop = eval_expr(lo, env), eval_expr(hi, env)
+                        start, stop = compiled(lo)(env), compiled(hi)(env)
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
                     for bound, value in ((lo, start), (hi, stop)):
@@ -132,7 +134,7 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                     env.pop(var, None)
                 case If(cond=cond, then=then, else_=else_):
                     try:
-                        taken = eval_cond(cond, env)
+                        taken = compiled(cond, True)(env)
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
                     run(then if taken else else_)
