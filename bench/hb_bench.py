@@ -17,7 +17,7 @@ Syncing is not timed (it is the threshold strategy's cost, not the checker's).
 from __future__ import annotations
 
 import argparse
-import collections
+import os
 import sys
 import time
 import tracemalloc
@@ -57,10 +57,12 @@ def value_for(program, target: int) -> int | None:
 
 
 def timed_check(program, value):
+    """The check at one valuation: result, wall seconds, CPU seconds of this process (the
+    machine may be shared: CPU time is what the check costs, wall time what one waits)."""
     bounds = tuple((p.name, value, value) for p in program.params)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = happens_before.check(program, bounds)
-    return result, time.perf_counter() - start
+    return result, time.perf_counter() - start, time.process_time() - cpu
 
 
 def peak_mb(program, value) -> float:
@@ -75,26 +77,28 @@ def cmd_scale(args) -> int:
     files = args.kernels or sorted(str(p.relative_to(ROOT)) for p in
                                    [*ROOT.glob("kernels/*.sync"), *ROOT.glob("kernels/suite/*.sync")])
     memory = " peak MiB | peak MiB at 2x |" if args.memory else ""
-    print(f"| kernel | parameters | instances | verdict | verify (s) |{memory}")
-    print("|---|---|---:|---|---:|" + ("---:|---:|" if args.memory else ""))
+    print(f"| kernel | parameters | instances | verdict | verify wall (s) | verify CPU (s) |{memory}")
+    print("|---|---|---:|---|---:|---:|" + ("---:|---:|" if args.memory else ""))
     worst = 0.0
     for name in files:
         program = get_strategy("threshold")(parse_file(str(ROOT / name))).program
         value = value_for(program, args.instances)
         if value is None:
-            result, seconds = timed_check(program, 0)
+            result, seconds, cpu = timed_check(program, 0)
             print(f"| {name} | (none) | {len(unroll(program, {}).instances)} | {result.verdict.value} | "
-                  f"{seconds:.2f} |", flush=True)
+                  f"{seconds:.2f} | {cpu:.2f} |", flush=True)
             continue
         count = instances_at(program, value, 1 << 30)
-        result, seconds = timed_check(program, value)
+        result, seconds, cpu = timed_check(program, value)
         worst = max(worst, seconds)
         shown = ", ".join(f"{p.name}={value}" for p in program.params)
         extra = ""
         if args.memory:
             extra = f" {peak_mb(program, value):.0f} | {peak_mb(program, value_for(program, 2 * count)):.0f} |"
-        print(f"| {name} | {shown} | {count} | {result.verdict.value} | {seconds:.2f} |{extra}", flush=True)
-    print(f"\nslowest verification: {worst:.2f} s")
+        print(f"| {name} | {shown} | {count} | {result.verdict.value} | {seconds:.2f} | {cpu:.2f} |{extra}",
+              flush=True)
+    print(f"\nslowest verification: {worst:.2f} s wall; load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} CPUs")
     return 0
 
 
