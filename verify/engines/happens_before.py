@@ -41,9 +41,9 @@ from semantics.sequential import Unrolled, requirements
 from verify.engines.explicit import InternalError
 from verify.engines.valuations import check_valuations
 from verify.engines.witness import explain
-from verify.verdicts import CheckOptions, CheckResult, ValuationResult, Verdict, Witness
+from verify.verdicts import CheckOptions, CheckResult, EngineName, ValuationResult, Verdict, Witness
 
-ENGINE = "happens-before"
+ENGINE = EngineName.HAPPENS_BEFORE
 NEVER = -1  # a wait source that does not exist: the waiting issue never happens
 
 

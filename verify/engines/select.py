@@ -10,7 +10,7 @@ from semantics.ir import Program, peer_clause
 from verify.engines import explicit, happens_before
 from verify.engines.valuations import check_valuations
 from verify.fanout import SERIAL, FanOut
-from verify.verdicts import CheckOptions, CheckResult
+from verify.verdicts import CheckOptions, CheckResult, EngineName
 
 AUTO, HB, EXPLICIT = "auto", "hb", "explicit"
 CHOICES = (AUTO, HB, EXPLICIT)
@@ -33,4 +33,4 @@ def check(program: Program, bounds, options: CheckOptions = CheckOptions(), engi
         return happens_before.check(program, bounds, options, fan_out)
     if fan_out.serial:
         return explicit.check(program, bounds, options)  # its progress line also reports inside a valuation
-    return check_valuations(program, bounds, options, explicit.explore, "explicit", fan_out)
+    return check_valuations(program, bounds, options, explicit.explore, EngineName.EXPLICIT, fan_out)

@@ -15,7 +15,7 @@ from semantics.ir import Program
 from semantics.sequential import UnrollLimit, unroll
 
 from verify.fanout import SERIAL, FanOut, ordered_map
-from verify.verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
+from verify.verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, finalise
 
 
 def valuations(bounds: tuple[tuple[str, int, int], ...]) -> list[dict[str, int]]:
@@ -86,13 +86,7 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
         if close:
             close()
     complete = unknown_reason is None and (done == len(all_valuations) or worst == Verdict.UNSOUND)
-    failed = is_failure(worst, options.property)
-    if failed:
-        verdict, holds = worst, False
-    elif not complete:
-        verdict, holds = Verdict.UNKNOWN, None
-    else:
-        verdict, holds = worst, True
+    verdict, holds = finalise(worst, complete, options.property)
     return CheckResult(
         verdict=verdict, holds=holds, property=options.property, engine=engine, bounds=bounds,
         states=total_states, valuations=done, total_valuations=len(all_valuations),
