@@ -17,7 +17,7 @@ import attrs
 
 from semantics.errors import EvalError, UsageError
 from semantics.compiled import compiler
-from semantics.evaluate import eval_cond, eval_expr
+from semantics.evaluate import eval_expr
 from semantics.ir import FLAG_IDS, QUEUES, Barrier, For, If, Loc, Op, Program, Range
 
 Element = tuple  # (buffer, index values...)

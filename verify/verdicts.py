@@ -37,6 +37,7 @@ class EngineName(enum.StrEnum):
     EXPLICIT = "explicit"
     Z3 = "z3"
     BOTH = "both"  # explicit and z3, which must agree
+    HAPPENS_BEFORE = "happens-before"  # the JSON spelling; `--engine hb` selects it (docs/happens-before.md)
 
 
 class ProofStatus(enum.StrEnum):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 
 import attrs
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from semantics.ir import Barrier, For, If
@@ -102,7 +102,7 @@ def run_differential(examples: int, decide=happens_before.decide_valuation) -> t
     seen: collections.Counter = collections.Counter()
     mismatches: list = []
 
-    @settings(max_examples=examples, database=None)
+    @settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(variants())
     def one(program):
         found = differ(program, decide)

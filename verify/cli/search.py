@@ -105,7 +105,6 @@ def cmd_search(args) -> int:
 
 def cmd_mutate(args) -> int:
     from algorithm.registry import get_strategy
-    from verify.cli.fanout import fan_out_of
     from verify.engines.select import check
     from verify.search.mutate import OPERATORS, kill_rate, run_mutants
 

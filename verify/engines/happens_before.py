@@ -38,9 +38,9 @@ from semantics.ir import Program, peer_clause
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled, requirements
 
-from verify.engines.witness import explain
-from verify.verdicts import InternalError
+from verify.engines.explicit import InternalError
 from verify.engines.valuations import check_valuations
+from verify.engines.witness import explain
 from verify.verdicts import CheckOptions, CheckResult, EngineName, ValuationResult, Verdict, Witness
 
 ENGINE = EngineName.HAPPENS_BEFORE

@@ -4,8 +4,7 @@ witness here (the Z3 engine after replaying its decoded trace on the Python mach
 
 from __future__ import annotations
 
-from semantics.machines import Counter, Label, Reference, describe_label
-from semantics.sequential import Unrolled
+from semantics.machines import Label, describe_label
 from verify.verdicts import SEVERITY, Verdict, Witness
 
 
@@ -26,10 +25,10 @@ def witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
     return explain(verdict, unrolled, ref, ctr, state, labels, trace_to(parent, state))
 
 
-def explain(verdict: Verdict, unrolled: Unrolled, ref: Reference, ctr: Counter, state, labels,
-            trace: tuple[Label, ...]) -> Witness:
-    """The witness of `verdict` in product `state` (reached by `trace`), where `labels` are
-    the issue labels the machines disagree on: for every engine, the same words."""
+def explain(verdict: Verdict, unrolled, ref, ctr, state, labels, trace: tuple[Label, ...]) -> Witness:
+    """The witness of `verdict` in the product `state` (r, c), reached by `trace`, where
+    `labels` are the issue labels the two machines disagree on there (engines that do not
+    keep a parent map, such as the happens-before engine, call this directly)."""
     r, c = state
     lines = []
     engines = unrolled.program.engines
