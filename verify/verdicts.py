@@ -33,7 +33,6 @@ class EngineName(enum.StrEnum):
     """`--engine` choices, and the `engine` of a result (HAPPENS_BEFORE, EXPLICIT, Z3, BOTH)."""
     AUTO = "auto"  # happens-before for waits and barriers, explicit for flags and tokens
     HB = "hb"  # the choice naming the happens-before engine
-    HAPPENS_BEFORE = "happens-before"  # its name in results
     EXPLICIT = "explicit"
     Z3 = "z3"
     BOTH = "both"  # explicit and z3, which must agree

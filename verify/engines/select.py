@@ -12,7 +12,7 @@ from verify.engines.valuations import check_valuations
 from verify.fanout import SERIAL, FanOut
 from verify.verdicts import CheckOptions, CheckResult, EngineName
 
-AUTO, HB, EXPLICIT = "auto", "hb", "explicit"
+AUTO, HB, EXPLICIT = EngineName.AUTO, EngineName.HB, EngineName.EXPLICIT
 CHOICES = (AUTO, HB, EXPLICIT)
 
 
