@@ -395,7 +395,7 @@ def test_missing_file_argument_is_a_usage_error():
 
 @pytest.mark.parametrize("strategy", ["threshold", "barrier", "flags", "tokens", "snax-barrier", "manual"])
 def test_every_design_strategy_runs_verify_to_a_sound_verdict(small_kernel, strategy):
-    """Every strategy DESIGN.md names is built: on the small kernel, `verify --property
+    """Every strategy docs/design.md names is built: on the small kernel, `verify --property
     soundness` exits 0 (no usage error, no 'not yet available', no traceback)."""
     run = _cli("verify", "--strategy", strategy, "--property", "soundness", "--scope", "bounded",
                "--param", "N=0..2", small_kernel)

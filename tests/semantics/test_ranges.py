@@ -1,4 +1,4 @@
-"""Range accesses `a[lo..hi]` (DESIGN.md section 5): every element in the half-open
+"""Range accesses `a[lo..hi]` (docs/design.md section 5): every element in the half-open
 range; two accesses conflict when their element sets intersect; an empty range touches
 nothing.
 

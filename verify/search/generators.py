@@ -103,7 +103,7 @@ def programs(
     max_waits:      maximal number of wait clauses per op (synced only).
     named:          whether the program has a `kernel` name; None: either.
     ranges:         also generate range indices `lo..hi` (one index in four): fixed,
-                    sliding, parameter-long, possibly empty (DESIGN section 5).
+                    sliding, parameter-long, possibly empty (docs/design.md section 5).
     """
     lo_e, hi_e = engines
     if not 1 <= lo_e <= hi_e <= len(ENGINE_NAMES):
