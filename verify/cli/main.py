@@ -248,12 +248,28 @@ def main(argv: list[str] | None = None) -> int:
 
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 outcome[0] = EXIT_OK
+            except Exception as exc:  # noqa: BLE001 - a bug in syncproof: one line, exit 3
+                outcome[0] = _internal_error(exc)
 
     threading.stack_size(512 * 1024 * 1024)
     thread = threading.Thread(target=run)
     thread.start()
     thread.join()
     return outcome[0]
+
+
+def _internal_error(exc: Exception) -> int:
+    """A crash is a bug in syncproof: one line (docs/cli.md), the traceback only with
+    SYNCPROOF_TRACEBACK=1."""
+    import os
+    import traceback
+
+    if os.environ.get("SYNCPROOF_TRACEBACK"):
+        traceback.print_exception(exc, file=sys.stderr)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    print(f"syncproof: internal error (a bug in syncproof): {type(exc).__name__}: {first} "
+          "(SYNCPROOF_TRACEBACK=1 shows where)", file=sys.stderr)
+    return EXIT_UNKNOWN
 
 
 def _file_of(args) -> str | None:
