@@ -119,7 +119,7 @@ STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {
     "snax-barrier": _sync_snax_barrier,  # SNAX's insert-sync-barrier; MLIR-imported programs only
 }
 
-# Named in DESIGN.md but built by a later issue.
+# Named in docs/design.md but built by a later issue.
 PLANNED: dict[str, str] = {}
 
 

@@ -1,4 +1,4 @@
-"""Small-step semantics behind one machine interface (DESIGN.md section 2).
+"""Small-step semantics behind one machine interface (docs/design.md section 2).
 
 A machine has `initial()`, `enabled(state)` (the labels it may take),
 `step(state, label)` (for an enabled label) and `final(state)`. States are

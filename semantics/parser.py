@@ -1,4 +1,4 @@
-"""Parse the kernel language (DESIGN.md section 5) into the IR.
+"""Parse the kernel language (docs/design.md section 5) into the IR.
 
 Lark parses the file as a sequence of lines; `_build` then rebuilds the block
 structure with a stack so that brace errors name the line that opened the block,

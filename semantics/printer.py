@@ -8,7 +8,7 @@ from semantics.ir import (
     Op, Or, Program, Sync, Var, Wait,
 )
 
-# Precedence levels, loosest first (DESIGN section 5; as in Python).
+# Precedence levels, loosest first (docs/design.md section 5; as in Python).
 _IF, _OR, _AND, _NOT, _CMP, _SUM, _TERM, _UNARY, _ATOM = range(9)
 _BINOP_LEVEL = {"+": _SUM, "-": _SUM, "*": _TERM, "//": _TERM, "%": _TERM}
 

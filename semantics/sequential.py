@@ -1,4 +1,4 @@
-"""The sequential meaning of a kernel (DESIGN.md section 2).
+"""The sequential meaning of a kernel (docs/design.md section 2).
 
 `unroll` turns a program and a parameter valuation into its dynamic instances in
 program order, each with its engine-local index, evaluated accesses and evaluated
@@ -150,7 +150,7 @@ def _sync_id(sync, env) -> int:
 
 
 def depends_on(y: Instance, x: Instance) -> bool:
-    """DESIGN section 2: y depends on x iff x precedes y in program order, they run on
+    """docs/design.md section 2: y depends on x iff x precedes y in program order, they run on
     different engines, they access a common element and at least one writes it."""
     if x.index >= y.index or x.engine == y.engine:
         return False

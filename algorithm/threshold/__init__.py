@@ -1,4 +1,4 @@
-"""The barrier-free threshold algorithm (DESIGN: docs/design.md, section "Strategies").
+"""The barrier-free threshold algorithm (docs/design.md section 3).
 
 `plan_thresholds` computes, for every (op, producer engine) pair with a possible
 dependence, the threshold expression (over loop variables, `iters` and parameters)

@@ -1,7 +1,7 @@
 """`threshold`: the barrier-free algorithm.
 
 Rule. For every op y and every other engine F, y waits `F >= T(y, F)` where T is
-the minimal threshold of DESIGN.md section 2: 1 + the engine-local index of the last
+the minimal threshold of docs/design.md section 2: 1 + the engine-local index of the last
 F-instance y depends on, i.e. the number of F-instances up to and including that
 producer in program order. No barrier is emitted; input waits and barriers are
 replaced.

@@ -45,13 +45,6 @@ from semantics.mlir.parse import Chunk, op_name, parse_chunk, prop, split_cases
 
 DMA_SETUP, DMA_BYTES_PER_CYCLE, COMPUTE_SETUP = 24, 8, 16
 STREAMING = ("dart.operation", "dart.generic", "dart.schedule", "stream.streaming_region")
-VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",
-         "memref.collapse_shape", "memref.view", "memref.transpose", "memref.memory_space_cast")
-NOT_OPS = ("memref.alloc", "memref.alloca", "memref.dim", "memref.extract_aligned_pointer_as_index",
-           "memref.extract_strided_metadata", "func.return", "scf.yield", "linalg.yield", "snax.mcycle",
-           "builtin.module", "func.func") + VIEWS
-
-
 @attrs.frozen
 class Imported:
     program: SnaxProgram

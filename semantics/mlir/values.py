@@ -10,6 +10,15 @@ from semantics.evaluate import eval_cond, eval_expr
 from semantics.ir import And, BinOp, Compare, Const, IfExpr, Max, Min, Not, Or, Var, walk_expr
 from semantics.mlir.parse import op_name, prop
 
+# Ops that alias their source memref (views), and ops that are not computation: the
+# importer skips both; views only record an alias.
+VIEWS = ("memref.subview", "memref.cast", "memref.reinterpret_cast", "memref.expand_shape",
+         "memref.collapse_shape", "memref.view", "memref.transpose", "memref.memory_space_cast")
+NOT_OPS = ("memref.alloc", "memref.alloca", "memref.dim", "memref.extract_aligned_pointer_as_index",
+           "memref.extract_strided_metadata", "func.return", "scf.yield", "linalg.yield", "snax.mcycle",
+           "builtin.module", "func.func") + VIEWS
+
+
 CORE_CALLS = ("snax_cluster_core_idx", "snax_is_dm_core", "snax_is_compute_core")
 _BINARY = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divui": "//", "arith.divsi": "//",
            "arith.floordivsi": "//", "arith.remui": "%", "arith.remsi": "%"}
@@ -165,7 +174,6 @@ class Values:
 
     def define(self, op, name: str) -> bool:
         """Record the results of a value-only op; False if `op` is not one."""
-        from semantics.mlir.importer import NOT_OPS, VIEWS
 
         res = op.results
         if name == "arith.constant":

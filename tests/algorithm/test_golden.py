@@ -23,7 +23,7 @@ def test_sync_output_matches_golden_file(golden):
 
 
 def test_design_example_loop_waits_are_those_of_the_design():
-    """DESIGN.md section 5 states the exact minimal waits of its example loop."""
+    """docs/design.md section 5 states the exact minimal waits of its example loop."""
     golden = (ROOT / "tests" / "data" / "golden" / "design_example.threshold.sync").read_text()
     for line in ("wait PE >= i - 1", "wait LD >= i + 1, ACT >= i", "wait PE >= i + 1, ST >= i - 1",
                  "wait ACT >= i + 1"):

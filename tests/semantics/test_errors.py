@@ -1,5 +1,5 @@
 """Error reporting, xDSL style: every malformed input gives `FILE:LINE:COL: error: MESSAGE`
-on stderr, exit status 2, and never a Python traceback (DESIGN.md sections 5 and 6).
+on stderr, exit status 2, and never a Python traceback (docs/design.md sections 5 and 6).
 
 tests/data/errors/*.sync holds one small malformed kernel per error. The first line says what
 is expected:
@@ -405,7 +405,7 @@ def _available(strategy: str) -> bool:
 
 @pytest.mark.parametrize("strategy", ["threshold", "barrier", "flags", "tokens", "snax-barrier"])
 def test_strategy_not_yet_available_is_a_usage_error(small_kernel, strategy):
-    """A strategy named in DESIGN.md but not built yet exits 2 saying so; once it is
+    """A strategy named in docs/design.md but not built yet exits 2 saying so; once it is
     available it must run (any verdict) without a usage error or a traceback."""
     run = _cli("verify", "--strategy", strategy, "--param", "N=0..2", small_kernel)
     assert "Traceback" not in run.stderr, run

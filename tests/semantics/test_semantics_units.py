@@ -1,6 +1,6 @@
 """Unit tests of the meaning of kernels: expression evaluation, unrolling (program
 order, engine-local indices, iters, zero-trip loops), minimal thresholds and the
-counter machine's barriers (DESIGN.md sections 2 and 5)."""
+counter machine's barriers (docs/design.md sections 2 and 5)."""
 
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ def test_unroll_design_example_takes_the_then_branch():
 
 
 def test_design_example_loop_waits_are_the_minimal_thresholds():
-    """DESIGN section 5: the loop's waits are exactly the minimal ones."""
+    """docs/design.md section 5: the loop's waits are exactly the minimal ones."""
     program = parse_file(str(DESIGN_EXAMPLE))
     for n in range(6):
         u = unroll(program, {"N": n, "K": 0})

@@ -1,4 +1,4 @@
-"""An independent brute-force oracle, written straight from DESIGN.md section 2.
+"""An independent brute-force oracle, written straight from docs/design.md section 2.
 
 It imports nothing from `verify/` or `algorithm/`, and nothing from
 `semantics.sequential` or `semantics.machines`: only the IR and expression

@@ -1,16 +1,15 @@
-"""The `lean` command (DESIGN.md section 6): write a Lake project with the kernel, its
+"""The `lean` command (docs/design.md section 6): write a Lake project with the kernel, its
 semantics and its theorems (lean_export/ does the work)."""
 
 from __future__ import annotations
 
 import sys
-
 from pathlib import Path
 
 from semantics.errors import UsageError
 from verify.cli.args import check_strategy, strategy_help
+from verify.cli.common import EXIT_OK
 
-EXIT_OK = 0
 MANIFEST = ".syncproof-export"  # the files of the last export into a folder
 
 

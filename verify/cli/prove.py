@@ -7,7 +7,7 @@ from semantics.ir import Program
 
 from verify.cli.args import positive_seconds
 from verify.proof.prove import ProofOptions, prove
-from verify.verdicts import CheckResult
+from verify.verdicts import CheckResult, ProofStatus
 
 
 def add_arguments(p) -> None:
@@ -25,12 +25,12 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
     when the proof finds a counterexample outside the bounds: then it is the explicit
     engine's result at that valuation."""
     if args.scope == "bounded":
-        return result, {"status": "skipped", "reason": "--scope bounded"}, []
+        return result, {"status": ProofStatus.SKIPPED, "reason": "--scope bounded"}, []
     if result.holds is not True:
         why = "the bounded check did not succeed" if result.holds is False else "the bounded check is unknown"
-        return result, {"status": "skipped", "reason": why}, []
+        return result, {"status": ProofStatus.SKIPPED, "reason": why}, []
     if not program.params and result.complete:
-        return result, {"status": "proved", "property": args.property, "domain": {}, "obligations": [],
+        return result, {"status": ProofStatus.PROVED, "property": args.property, "domain": {}, "obligations": [],
                         "reason": "no parameters: the bounded check covered the only valuation"}, \
             ["all parameter values: the kernel has no parameters, so the check above covered its only run."]
     # Lower bounds given with --param restrict the proof too (K=1..3: every K >= 1).
@@ -50,13 +50,13 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
                            progress=on_query, lower=lower)
     proof = prove(program, options)
     data = proof.to_json()
-    proved = sum(1 for o in proof.obligations if o.status == "proved")
-    if proof.status == "proved":
+    proved = sum(1 for o in proof.obligations if o.status == ProofStatus.PROVED)
+    if proof.status == ProofStatus.PROVED:
         domain = ", ".join(f"{name} >= {lo}" for name, lo in lower if lo > 0)
         which = f"every parameter value with {domain}" if domain else "every parameter value"
         return result, data, [f"all parameter values: proved ({proved} obligations, {proof.seconds:.1f} s): "
                               f"the {args.property} property holds for {which}, not only within the bounds."]
-    if proof.status == "refuted":
+    if proof.status == ProofStatus.REFUTED:
         return proof.counterexample, data, [f"all parameter values: refuted outside the bounds: {proof.reason}; "
                                             "the counterexample below is at that valuation."]
     return result, data, [f"all parameter values: not proved ({proof.reason}); the result above is bounded."]

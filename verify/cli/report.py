@@ -1,10 +1,10 @@
-"""Rendering check results: a JSON object (DESIGN.md section 6) and text for people."""
+"""Rendering check results: a JSON object (docs/design.md section 6) and text for people."""
 
 from __future__ import annotations
 
 from semantics.machines import Label
 from semantics.sequential import Unrolled, valuation_text
-from verify.verdicts import CheckResult, Verdict
+from verify.verdicts import CheckResult, EngineName, Verdict
 
 
 def label_json(unrolled: Unrolled, label: Label) -> dict:
@@ -56,7 +56,7 @@ def _label_line(unrolled: Unrolled, label: Label) -> str:
 
 
 def result_text(result: CheckResult, strategy: str, filename: str, proved_all: bool = False) -> str:
-    if result.engine == "z3":  # one symbolic query covers every valuation; `states` counts queries
+    if result.engine == EngineName.Z3:  # one symbolic query covers every valuation; `states` counts queries
         scope = (f"all {result.total_valuations} valuations covered symbolically" if result.complete
                  else f"{result.total_valuations} valuations, not all covered")
         explored = f"{scope}, {result.states} Z3 queries"
@@ -86,7 +86,7 @@ def result_text(result: CheckResult, strategy: str, filename: str, proved_all: b
             out.append(f"(exploration incomplete: {result.reason}; a more severe verdict may exist)")
     if witness is not None and (not result.holds or result.verdict != Verdict.BISIMILAR):
         unrolled = witness.unrolled
-        shortest = "trace" if result.engine == "z3" else "shortest trace"  # z3 finds a trace, not the shortest
+        shortest = "trace" if result.engine == EngineName.Z3 else "shortest trace"  # z3 finds a trace, not the shortest
         out.append(f"{shortest} to the {witness.verdict.value} state "
                    f"({len(witness.trace)} steps, {valuation_text(unrolled.valuation)}):")
         width = len(str(len(witness.trace) + 1))

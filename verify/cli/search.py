@@ -1,4 +1,4 @@
-"""The `search` and `mutate` commands (DESIGN.md section 6; verify/search/search.py and
+"""The `search` and `mutate` commands (docs/design.md section 6; verify/search/search.py and
 verify/search/mutate.py do the work, this module parses arguments and prints)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections import Counter
 from semantics.errors import UsageError
 from semantics.printer import print_program
 from verify.cli.args import check_strategy, strategy_help
+from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, parse_bounds
 from verify.progress import Progress
 from verify.cli.report import result_json, result_text
-from verify.verdicts import PROPERTIES, CheckOptions
+from verify.verdicts import PROPERTIES, CheckOptions, MutantStatus, Property
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
 
 def add_parsers(sub) -> None:
@@ -23,7 +23,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--examples", type=int, default=200, help="kernels to generate (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same run")
     p.add_argument("--out", metavar="DIR", help="write a reproducer (.sync and a pytest file) here on failure")
-    p.add_argument("--property", choices=PROPERTIES, default="bisimulation")
+    p.add_argument("--property", choices=PROPERTIES, default=Property.BISIMULATION.value)
     p.add_argument("--max-param", type=int, default=2, metavar="K",
                    help="check every generated kernel with parameters over 0..K (default 2)")
     p.add_argument("--json", action="store_true")
@@ -100,7 +100,7 @@ def cmd_search(args) -> int:
     return EXIT_FAIL
 
 
-def cmd_mutate(args, parse_bounds) -> int:
+def cmd_mutate(args) -> int:
     from algorithm.registry import get_strategy
     from verify.engines.explicit import check
     from verify.search.mutate import OPERATORS, kill_rate, run_mutants
@@ -127,21 +127,21 @@ def cmd_mutate(args, parse_bounds) -> int:
             "bounds": {name: [lo, hi] for name, lo, hi in bounds},
             "mutants": [{"operator": r.mutant.operator, "where": r.mutant.where, "outcome": r.outcome,
                          "verdict": r.verdict.value} for r in results],
-            "killed": sum(r.outcome == "killed" for r in results),
-            "equivalent": sum(r.outcome == "equivalent" for r in results),
+            "killed": sum(r.outcome == MutantStatus.KILLED for r in results),
+            "equivalent": sum(r.outcome == MutantStatus.EQUIVALENT for r in results),
             "unknown": sum(r.outcome == "unknown" for r in results),
             "kill_rate": rate,
         }, indent=2))
     else:
         width = max((len(r.mutant.operator) for r in results), default=8)
         for r in results:
-            verdict = f" ({r.verdict.value})" if r.outcome == "killed" else ""
+            verdict = f" ({r.verdict.value})" if r.outcome == MutantStatus.KILLED else ""
             print(f"{r.mutant.operator:<{width}}  {r.outcome:<10}{verdict:<22} {r.mutant.where}")
         tally = Counter((r.mutant.operator, r.outcome) for r in results)
         print()
         print(f"{'operator':<{width}}  killed  equivalent  unknown")
         for op in OPERATORS:
-            row = [tally[(op, o)] for o in ("killed", "equivalent", "unknown")]
+            row = [tally[(op, o)] for o in MutantStatus]
             if any(row):
                 print(f"{op:<{width}}  {row[0]:>6}  {row[1]:>10}  {row[2]:>7}")
         bounds_shown = ", ".join(f"{n}={lo}..{hi}" for n, lo, hi in bounds) or "no parameters"

@@ -1,4 +1,4 @@
-"""The `simulate` and `bench` commands (DESIGN.md section 6): timed runs of a kernel
+"""The `simulate` and `bench` commands (docs/design.md section 6): timed runs of a kernel
 under each strategy (verify/timing/scheduler.py), Perfetto traces, tables and plots."""
 
 from __future__ import annotations

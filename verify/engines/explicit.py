@@ -21,21 +21,12 @@ import time
 from collections import deque
 
 from semantics.ir import Program
-from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference, describe_label
+from semantics.machines import COMPLETE, ISSUE, Counter, Reference
 from semantics.sequential import UnrollLimit, Unrolled, unroll
-from verify.verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, is_failure
-
-
-class InternalError(Exception):
-    """The two machines disagree on something they must agree on: a bug in syncproof."""
-
-
-def _trace(parent: dict, state) -> tuple[Label, ...]:
-    labels = []
-    while parent[state] is not None:
-        state, label = parent[state]
-        labels.append(label)
-    return tuple(reversed(labels))
+from verify.engines.witness import witness_of
+from verify.verdicts import (  # noqa: F401 (InternalError: raised here, and imported from here by callers)
+    SEVERITY, CheckOptions, CheckResult, EngineName, InternalError, ValuationResult, Verdict, Witness, finalise,
+)
 
 
 def explore(unrolled: Unrolled, options: CheckOptions = CheckOptions(), deadline: float | None = None,
@@ -91,57 +82,6 @@ def explore(unrolled: Unrolled, options: CheckOptions = CheckOptions(), deadline
     return ValuationResult(worst, explored, witness_of(first, unrolled, ref, ctr, parent), frozenset(first))
 
 
-def witness_of(first, unrolled, ref, ctr, parent) -> Witness | None:
-    if not first:
-        return None
-    verdict = max(first, key=SEVERITY.__getitem__)
-    state, labels = first[verdict]
-    r, c = state
-    lines = []
-    engines = unrolled.program.engines
-    if verdict == Verdict.UNSOUND and ctr.error(c):
-        last = _trace(parent, state)[-1:]
-        who = f" when {describe_label(unrolled, last[0])}" if last else ""
-        lines.append(f"hardware error: {ctr.error(c)}{who}")
-    for label in labels:
-        y = unrolled.instances[label.instance]
-        name = f"{engines[y.engine]}.{y.describe()}"
-        if verdict == Verdict.UNSOUND:
-            for x in ref.missing_producers(r, y):
-                lines.append(f"{name} issued before its producer {engines[x.engine]}.{x.describe()} "
-                             f"({engines[x.engine]} instance #{x.local}) completed")
-            for n, (f, t) in enumerate(y.waits):
-                wait = y.op.waits[n]
-                lines.append(f"  its wait {wait.engine} >= {t} (line {wait.loc.line if wait.loc else '?'}) "
-                             f"held: C[{engines[f]}] = {ctr.counter(c, f)}")
-            for kind, other, ident in y.syncs:
-                if kind in ("waitflag", "pop"):
-                    lines.append(f"  its {kind} {engines[other]}:{ident} held (line {y.op.loc.line if y.op.loc else '?'}): "
-                                 f"an earlier signal of {engines[other]} satisfied it")
-            if not y.waits and not any(k in ("waitflag", "pop") for k, _, _ in y.syncs):
-                lines.append(f"  {name} has no wait clause")
-        else:
-            blocked = ctr.blocking_waits(c, y)
-            barrier = ctr.at_barrier(c, y.engine)
-            if barrier is not None:
-                loc = unrolled.barriers[barrier]
-                waiting = [engines[e] for e in range(len(engines)) if ctr.at_barrier(c, e) is None]
-                where = f"the barrier of line {loc.line}" if loc else f"barrier #{barrier + 1} of the synchronized program"
-                lines.append(f"the reference may issue {name}, but {engines[y.engine]} is held at {where}"
-                             f" until {', '.join(waiting)} "
-                             f"{'arrives' if len(waiting) == 1 else 'arrive'}")
-            for why in ctr.blocking_syncs(c, y):
-                lines.append(f"the reference may issue {name} (every producer has completed), but {why}")
-            for n, f, value in blocked:
-                wait = y.op.waits[n]
-                lines.append(f"the reference may issue {name} (every producer has completed), but its wait "
-                             f"{wait.engine} >= {y.waits[n][1]} (line {wait.loc.line if wait.loc else '?'}) "
-                             f"blocks it: C[{engines[f]}] = {value}")
-    if verdict == Verdict.DEADLOCK:
-        lines.insert(0, "no engine can take a step, and not every engine has finished")
-    return Witness(verdict, unrolled, _trace(parent, state), tuple(labels), tuple(lines))
-
-
 def valuations(bounds: tuple[tuple[str, int, int], ...]):
     """Every valuation within inclusive bounds, smallest sum first (small witnesses first)."""
     ranges = [range(lo, hi + 1) for _, lo, hi in bounds]
@@ -187,15 +127,9 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: C
         if worst == Verdict.UNSOUND:
             break
     complete = unknown_reason is None and (done == len(all_valuations) or worst == Verdict.UNSOUND)
-    failed = is_failure(worst, options.property)
-    if failed:
-        verdict, holds = worst, False
-    elif not complete:
-        verdict, holds = Verdict.UNKNOWN, None
-    else:
-        verdict, holds = worst, True
+    verdict, holds = finalise(worst, complete, options.property)
     return CheckResult(
-        verdict=verdict, holds=holds, property=options.property, engine="explicit", bounds=bounds,
+        verdict=verdict, holds=holds, property=options.property, engine=EngineName.EXPLICIT, bounds=bounds,
         states=total_states, valuations=done, total_valuations=len(all_valuations),
         witness=witness, complete=complete, reason=unknown_reason,
     )

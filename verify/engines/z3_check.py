@@ -1,5 +1,5 @@
 """The Z3 checker: bounded model checking of the product of the reference and counter
-machines over symbolic parameter values and symbolic schedules (DESIGN.md section 4).
+machines over symbolic parameter values and symbolic schedules (docs/design.md section 4).
 
 It answers the question `verify.engines.explicit.check` answers, independently: the program is
 unrolled once into potential instances with existence formulas over the parameter
@@ -48,8 +48,9 @@ from semantics.sequential import UnrollLimit, unroll
 from verify.engines import z3_events as ze
 from verify.engines import z3_machines as zm
 from verify.engines.deadline import DeadlineReached, interrupt_at
-from verify.engines.explicit import InternalError, witness_of, valuations
-from verify.verdicts import SEVERITY, CheckResult, Verdict, is_failure
+from verify.engines.explicit import InternalError, valuations
+from verify.engines.witness import witness_of
+from verify.verdicts import SEVERITY, CheckResult, EngineName, Verdict, finalise
 
 
 @attrs.frozen
@@ -221,13 +222,8 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
     every = valuations(bounds)
 
     def result(verdict, witness, queries, complete, reason=None, covered=0):
-        if is_failure(verdict, options.property):
-            final, holds = verdict, False
-        elif not complete:
-            final, holds = Verdict.UNKNOWN, None
-        else:
-            final, holds = verdict, True
-        return CheckResult(verdict=final, holds=holds, property=options.property, engine="z3", bounds=bounds,
+        final, holds = finalise(verdict, complete, options.property)
+        return CheckResult(verdict=final, holds=holds, property=options.property, engine=EngineName.Z3, bounds=bounds,
                            states=queries, valuations=covered, total_valuations=len(every), witness=witness,
                            complete=complete, reason=reason)
 

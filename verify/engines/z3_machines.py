@@ -1,4 +1,4 @@
-"""Z3 encodings of the two machines of DESIGN.md section 2, over symbolic parameters.
+"""Z3 encodings of the two machines of docs/design.md section 2, over symbolic parameters.
 
 `potential_program(program, valuations)` turns a program into finitely many
 *potential* stream items: the union, over the given parameter valuations, of the

@@ -19,8 +19,9 @@ from semantics.ir import BinOp, Const, For, If, Op, Program, walk_expr
 from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
 
 from verify.proof.terms import Terms, depth, last_candidates, lex_le, witnesses
+from verify.verdicts import ObligationKind, ProofStatus, Property
 
-PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
+PROVED, FAILED, UNKNOWN = ProofStatus.PROVED, ProofStatus.FAILED, ProofStatus.UNKNOWN
 MAX_HOPS = 3  # instances in a chain of "completed before" steps
 MAX_PATHS = 400  # chains per hop count
 TWO_HOP_WITNESSES = 8  # candidate indices per instance of a witnessed two-step chain
@@ -31,7 +32,7 @@ MAX_WITNESSED_CHAINS = 3_000
 class ProofOptions:
     """Every budget of an all-values proof, in one place."""
 
-    property: str = "bisimulation"
+    property: str = Property.BISIMULATION
     query_rlimit: int = 40_000_000  # per Z3 query, in Z3 resource units: the same answer on any load
     query_timeout_ms: int = 60_000  # per Z3 query, wall time (a safety net behind the rlimit)
     timeout: float | None = 60.0  # seconds for the whole proof
@@ -45,22 +46,22 @@ class ProofOptions:
 
 @attrs.frozen
 class Obligation:
-    kind: str  # "sound", "exact", "live" or "defined"
+    kind: ObligationKind
     consumer: str  # op name (or loop variable for "defined")
     engine: str | None = None
     producer: str | None = None
-    status: str = UNKNOWN
+    status: ProofStatus = UNKNOWN
     reason: str | None = None
     model: dict | None = None  # a valuation where the query is satisfiable
     seconds: float = 0.0
 
     def describe(self) -> str:
         match self.kind:
-            case "sound":
+            case ObligationKind.SOUND:
                 return f"{self.consumer} after {self.producer} (engine {self.engine}) is sound"
-            case "exact":
+            case ObligationKind.EXACT:
                 return f"the wait of {self.consumer} on {self.engine} is exact"
-            case "live":
+            case ObligationKind.LIVE:
                 return f"the wait of {self.consumer} on {self.engine} asks only for earlier instances"
         return f"{self.consumer} is defined (non-negative loop bounds, non-zero divisors)"
 
@@ -139,7 +140,7 @@ class Prover:
         model = solver.model()
         return {n: model.eval(p, model_completion=True).as_long() for n, p in self.terms.params.items()}
 
-    # -- the three kinds
+    # -- the four kinds: defined, sound, exact, live
 
     def defined(self, site: Site) -> Obligation:
         """Divisors are non-zero wherever evaluated (in an op, or in a loop's bounds:
@@ -152,11 +153,11 @@ class Prover:
         else:
             bad = [to_z3(d, env) == 0 for d in divisors(node)]
             name = node.name
-        return self._run(Obligation("defined", name), domain(site, env) + [z3.Or(*bad)])
+        return self._run(Obligation(ObligationKind.DEFINED, name), domain(site, env) + [z3.Or(*bad)])
 
     def sound(self, y: Site, engine: str, x: Site) -> Obligation:
         t = self.terms
-        name = Obligation("sound", y.op.name, engine, x.op.name)
+        name = Obligation(ObligationKind.SOUND, y.op.name, engine, x.op.name)
         iy, jx = t.env(y, "y"), t.env(x, "x")
         dep = domain(y, iy) + domain(x, jx) + [precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy)]
         own = t.threshold(y, engine, iy)
@@ -299,7 +300,7 @@ class Prover:
         in program order can always issue once what is in flight has completed."""
         iy = self.terms.env(y, "y")
         threshold = self.terms.wait_term(y, wait, iy)
-        return self._run(Obligation("live", y.op.name, wait.engine),
+        return self._run(Obligation(ObligationKind.LIVE, y.op.name, wait.engine),
                          domain(y, iy) + [threshold > self.terms.local(y, wait.engine, iy)])
 
     def exact(self, y: Site, wait) -> Obligation:
@@ -313,7 +314,7 @@ class Prover:
             return z3.And(*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy),
                           t.local(x, wait.engine, jx) + 1 >= threshold)
 
-        name = Obligation("exact", y.op.name, wait.engine)
+        name = Obligation(ObligationKind.EXACT, y.op.name, wait.engine)
         witnessed = [z3.Not(supplies(x, jx)) for x in producers
                      for jx in last_candidates(t, x, y, iy, self.depth)
                      + witnesses(t, x, [(y, iy)], self.depth, self.options.max_witnesses)]

@@ -1,4 +1,4 @@
-"""Proofs for every parameter value (DESIGN.md section 4; issue 4 part 2).
+"""Proofs for every parameter value (docs/design.md section 4; issue 4 part 2).
 
 For a barrier-free counter program, bisimilarity with the reference follows from two
 per-wait properties, each a statement over unbounded parameters and loop indices:
@@ -47,6 +47,7 @@ from semantics.ir import Barrier, Op, Program, walk_stmts
 from semantics.symbolic import conflicting_pairs
 
 from verify.proof.counts import Unsupported
+from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
     FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, divisors, loop_sites,
 )
@@ -54,7 +55,7 @@ from verify.proof.obligations import (  # noqa: F401 (the public names of the pr
 
 @attrs.frozen
 class Proof:
-    status: str  # "proved", "refuted" or "unknown"
+    status: ProofStatus  # PROVED, REFUTED or UNKNOWN
     property: str
     obligations: tuple[Obligation, ...] = ()
     reason: str | None = None  # why not proved
@@ -157,7 +158,7 @@ def _prove(program: Program, options: ProofOptions, deadline: float | None) -> P
                 if result is None:
                     break
                 if result.holds is False:
-                    return Proof("refuted", options.property, tuple(obligations), counterexample=result,
+                    return Proof(ProofStatus.REFUTED, options.property, tuple(obligations), counterexample=result,
                                  reason=f"{o.describe()} fails at {_text(dict(valuation))}",
                                  seconds=time.monotonic() - began)
             result = decide(o.model)

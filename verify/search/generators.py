@@ -1,4 +1,4 @@
-"""Hypothesis strategies for kernels (DESIGN.md section 4, "property search").
+"""Hypothesis strategies for kernels (docs/design.md section 4, "property search").
 
 A small public facade, in the style of `hypothesis.strategies`:
 

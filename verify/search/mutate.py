@@ -30,7 +30,7 @@ from semantics.ir import (
 )
 from semantics.printer import print_expr
 from verify.engines.explicit import check
-from verify.verdicts import CheckOptions, CheckResult, Verdict
+from verify.verdicts import CheckOptions, CheckResult, MutantStatus, Verdict
 
 
 @attrs.frozen
@@ -43,7 +43,7 @@ class Mutant:
 @attrs.frozen
 class MutantResult:
     mutant: Mutant
-    outcome: str  # killed | equivalent | unknown
+    outcome: MutantStatus
     verdict: Verdict
     result: CheckResult
 
@@ -168,16 +168,16 @@ def run_mutants(program: Program, bounds, options: CheckOptions = CheckOptions()
             progress(f"{n}/{len(all_mutants)} {mutant.operator}: {mutant.where}")
         result = check(mutant.program, bounds, options)
         if result.holds is None:
-            outcome = "unknown"
+            outcome = MutantStatus.UNKNOWN
         else:
-            outcome = "equivalent" if result.holds else "killed"
+            outcome = MutantStatus.EQUIVALENT if result.holds else MutantStatus.KILLED
         out.append(MutantResult(mutant, outcome, result.verdict, result))
     return out
 
 
 def kill_rate(results: list[MutantResult]) -> float | None:
     """Killed / (killed + equivalent); None when nothing was decided."""
-    decided = [r for r in results if r.outcome != "unknown"]
+    decided = [r for r in results if r.outcome != MutantStatus.UNKNOWN]
     if not decided:
         return None
-    return sum(r.outcome == "killed" for r in decided) / len(decided)
+    return sum(r.outcome == MutantStatus.KILLED for r in decided) / len(decided)

@@ -1,4 +1,4 @@
-"""A deterministic timed scheduler over the untimed machines (DESIGN.md section 2).
+"""A deterministic timed scheduler over the untimed machines (docs/design.md section 2).
 
 No third copy of the semantics: the scheduler only asks a machine (`Counter` for a
 synchronized program, `Reference` for the `oracle`) which labels are enabled and

@@ -1,5 +1,5 @@
 /-
-Syncproof.Semantics: what a kernel means (DESIGN.md section 2).
+Syncproof.Semantics: what a kernel means (docs/design.md section 2).
 Mirrors `semantics/evaluate.py` (expressions), `semantics/sequential.py` (unrolling,
 engine-local indices, dependence, T_min) and `semantics/machines.py` (the Reference
 and Counter machines). Machine states are lists of naturals, one per engine, with
@@ -253,7 +253,7 @@ def completedRef (u : Unrolled) (s : List Nat) (x : Nat) : Bool :=
   | some ix => decide (ix.localIdx < nthD s ix.engine 0 / 2)
   | none => false
 
-/-- The specification, straight from DESIGN.md: `y` may issue iff every instance it
+/-- The specification, straight from docs/design.md: `y` may issue iff every instance it
 depends on has completed; waits and barriers are ignored. -/
 inductive RefStep (u : Unrolled) : List Nat → Label → List Nat → Prop where
   | issue (s : List Nat) (e y : Nat)

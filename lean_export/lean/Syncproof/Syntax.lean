@@ -1,6 +1,6 @@
 /-
 Syncproof.Syntax: the kernel language as Lean data.
-Mirrors `semantics/ir.py` (DESIGN.md section 5). Fixed text, shipped with the Python
+Mirrors `semantics/ir.py` (docs/design.md section 5). Fixed text, shipped with the Python
 package and copied into every export; only `Kernels/*.lean` is generated.
 
 Two deliberate differences from the Python IR, both to keep every function

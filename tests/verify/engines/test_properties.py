@@ -338,7 +338,7 @@ def test_explicit_checker_agrees_with_oracle_on_perturbed_exact_waits(program):
 def test_state_limit_is_never_reported_as_success(program, max_states, prop):
     """With a state limit, a check either explores everything (and agrees with the
     oracle), or reports a failure it really found (with a valid shortest witness),
-    or says unknown: never success on partial exploration (DESIGN section 4)."""
+    or says unknown: never success on partial exploration (docs/design.md section 4)."""
     bounds = bounds_of(program)
     result = check(program, bounds, CheckOptions(property=prop, max_states=max_states))
     expected = oracle.verdict(program, bounds)

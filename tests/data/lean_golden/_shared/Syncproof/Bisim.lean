@@ -1,5 +1,5 @@
 /-
-Syncproof.Bisim: the property checked (DESIGN.md section 2, "bisimilar"), and the
+Syncproof.Bisim: the property checked (docs/design.md section 2, "bisimilar"), and the
 minimal-threshold characterization. Mirrors the question `verify/explicit.py` answers
 for one valuation; the T_min definition itself is `tmin` (semantics/sequential.py).
 -/
@@ -37,7 +37,7 @@ meets no run-time error (division by zero, unknown name). -/
 def ValidValuation (p : Program) (v : Valuation) : Prop :=
   (unroll p v).ok = true
 
-/-! ## Minimal thresholds (DESIGN.md section 2)
+/-! ## Minimal thresholds (docs/design.md section 2)
 
 Because an engine completes in order, C[F] ≥ k says exactly that F's first k
 instances have completed, so T_min(y, F) (`tmin`) is the threshold the reference
