@@ -118,7 +118,7 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
                     # Python's range: any integer bounds; hi <= lo runs zero times
-                    # (docs/language-notes.md, "Loop bounds")
+                    # (docs/design.md section 5, "Loop bounds")
                     for value in range(start, stop):
                         if limit is not None and value - start > limit:
                             raise UnrollLimit(f"loop '{var}' runs more than {limit} iterations")

@@ -21,7 +21,7 @@ its engine that precede the consumer in program order (then the pending instance
 comes first in program order can always issue). Divisors must also be non-zero
 wherever they are evaluated (the `defined` obligation): otherwise the program is in
 error there. Loop bounds need no obligation: any integer bounds are defined, and
-hi <= lo runs zero times (docs/language-notes.md).
+hi <= lo runs zero times (docs/design.md section 5).
 
 Each obligation is a Z3 query for a violation (unsat proves it). Existential parts
 (the producer that comes last, a chain's instances, the exact wait's producer) are

@@ -1,4 +1,4 @@
-"""Loop bounds follow Python's range everywhere (issue 15 item 8, docs/language-notes.md):
+"""Loop bounds follow Python's range everywhere (issue 15 item 8, docs/design.md section 5):
 an upper bound at or below the lower bound runs zero times, and bounds (so loop
 variables) may be negative. `check` and `sync` accepted such kernels while `verify`
 and `simulate` refused them at run time; now every command takes them."""
