@@ -210,11 +210,16 @@ def test_unroll_triangular_loops():
                                      "x[i=1, j=1]", "x[i=1, j=2]", "x[i=2, j=2]"]
 
 
-def test_a_loop_whose_upper_bound_is_below_its_lower_bound_runs_zero_times():
-    # the loop-bound rule of docs/design.md section 5 (Python's range: issue 15 item 8)
+def test_upper_bound_below_lower_bound_is_an_empty_range():
+    """Python's range (docs/design.md section 5; was an EvalError before issue 15)."""
     text = kernel("engines A", "param N", "for i in 0..N - 2 {", "  A x reads a", "}")
     assert names(run(text, N=3)) == ["x[i=0]"]
     assert names(run(text, N=1)) == []
+
+
+def test_negative_lower_bound_runs_negative_loop_variables():
+    text = kernel("engines A", "param N", "for i in N - 2..N {", "  A x reads a[i]", "}")
+    assert names(run(text, N=0)) == ["x[i=-2]", "x[i=-1]"]
 
 
 def test_engine_local_indices():

@@ -4,13 +4,12 @@ semantics and its theorems (lean_export/ does the work)."""
 from __future__ import annotations
 
 import sys
-
 from pathlib import Path
 
 from semantics.errors import UsageError
 from verify.cli.args import check_strategy, strategy_help
-
 from verify.cli.common import EXIT_OK
+
 MANIFEST = ".syncproof-export"  # the files of the last export into a folder
 
 

@@ -136,8 +136,7 @@ def _cmd_verify(args) -> int:
             results[EngineName.EXPLICIT if args.engine == EngineName.BOTH else args.engine] = engine_select.check(
                 synced, bounds, options, engine, cli_fanout.fan_out_of(args))
         if args.engine in (EngineName.Z3, EngineName.BOTH):
-            # the Z3 engine module is imported here, but z3 itself is already loaded by the
-            # strategies (issue 16 is to make `check` start without it)
+            # imported only when asked for: `check` and `sync` start without z3
             from verify.engines.z3_check import Z3Options
             from verify.engines.z3_check import check as z3_check
 
@@ -226,12 +225,34 @@ def main(argv: list[str] | None = None) -> int:
 
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 outcome[0] = EXIT_OK
+            except Exception as exc:  # noqa: BLE001 - a bug in syncproof: one line, exit 3
+                outcome[0] = _internal_error(exc)
 
     threading.stack_size(512 * 1024 * 1024)
     thread = threading.Thread(target=run)
     thread.start()
     thread.join()
     return outcome[0]
+
+
+def _internal_error(exc: Exception) -> int:
+    """A crash is a bug in syncproof: one line (docs/cli.md), the traceback only with
+    SYNCPROOF_TRACEBACK=1."""
+    import os
+    import traceback
+
+    if os.environ.get("SYNCPROOF_TRACEBACK"):
+        traceback.print_exception(exc, file=sys.stderr)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    print(f"syncproof: internal error (a bug in syncproof): {type(exc).__name__}: {first} "
+          "(SYNCPROOF_TRACEBACK=1 shows where)", file=sys.stderr)
+    return EXIT_UNKNOWN
+
+
+def _file_of(args) -> str | None:
+    """The kernel file a command reads (FILE.mlir:N names the file)."""
+    spec = getattr(args, "file", None)
+    return cli_mlir.file_of(spec) if spec else None
 
 
 # One entry per subcommand (argparse makes the subcommand required and known).
@@ -241,12 +262,6 @@ _COMMANDS = {
     "search": cli_search.cmd_search, "mutate": cli_search.cmd_mutate,
     "lean": cli_lean.cmd_lean, "import-mlir": cli_mlir.cmd_import,
 }
-
-
-def _file_of(args) -> str | None:
-    """The kernel file a command reads (FILE.mlir:N names the file)."""
-    spec = getattr(args, "file", None)
-    return cli_mlir.file_of(spec) if spec else None
 
 
 def _main(argv: list[str] | None) -> int:

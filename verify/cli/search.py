@@ -10,8 +10,8 @@ from collections import Counter
 from semantics.errors import UsageError
 from semantics.printer import print_program
 from verify.cli import fanout as cli_fanout
-from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, parse_bounds
 from verify.cli.args import check_strategy, strategy_help
+from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, parse_bounds
 from verify.progress import Progress
 from verify.cli.report import result_json, result_text
 from verify.verdicts import PROPERTIES, CheckOptions, MutantStatus, Property

@@ -9,14 +9,16 @@ deadline passes while the block runs, by an asynchronous exception
 
 The exception lands at a bytecode boundary of the calling thread: between two Python
 operations, never inside a Z3 C call. Whatever the block was building is abandoned
-(the caller reports `unknown`). The block never sees the exception after it ends: if
-the timer fired just as the block finished, the exit waits for the pending exception
-and raises it from inside the `with`, where the caller's handler catches it.
+(the caller reports `unknown`). An exception that lands in a finalizer (`__del__`,
+where Python ignores exceptions) is lost: the timer fires again every 50 ms until one
+lands, and such ignored ones are not printed. When the block ends, a pending exception
+is cleared under the timer's lock, so none arrives after the block.
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -30,8 +32,12 @@ def _raise_in(thread_id: int) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(DeadlineReached))
 
 
+def _clear(thread_id: int) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), None)
+
+
 @contextmanager
-def interrupt_at(deadline: float | None, clock=time.monotonic):
+def interrupt_at(deadline: float | None, clock=time.monotonic, retry: float = 0.05):
     """Run the block; raise DeadlineReached in it once `clock()` passes `deadline`
     (None: no limit)."""
     if deadline is None:
@@ -41,29 +47,37 @@ def interrupt_at(deadline: float | None, clock=time.monotonic):
         raise DeadlineReached()
     target = threading.get_ident()
     lock = threading.Lock()
-    state = {"active": True, "fired": False}
+    state = {"active": True, "timer": None}
 
     def fire():
         with lock:
             if state["active"]:
-                state["fired"] = True
                 _raise_in(target)
+                state["timer"] = _start(retry, fire)  # again, in case a finalizer swallowed it
 
-    timer = threading.Timer(max(0.0, deadline - clock()), fire)
-    timer.daemon = True
-    timer.start()
+    def quiet(unraisable, previous=sys.unraisablehook):
+        if unraisable.exc_type is not DeadlineReached:
+            previous(unraisable)
+
+    hook, sys.unraisablehook = sys.unraisablehook, quiet
+    state["timer"] = _start(max(0.0, deadline - clock()), fire)
     try:
         yield
-    except DeadlineReached:
-        with lock:
-            state["active"] = False
-        timer.cancel()
-        raise
-    with lock:
-        state["active"] = False
-        fired = state["fired"]
-    timer.cancel()
-    if fired:  # fired as the block ended: the exception is pending; take it here
-        for _ in range(1_000_000):
-            time.sleep(0)
-        raise DeadlineReached()  # pragma: no cover (the pending exception came first)
+    finally:
+        while True:  # the pending exception may land here too: retry until it is cleared
+            try:
+                with lock:
+                    state["active"] = False
+                    _clear(target)
+                    state["timer"].cancel()
+                break
+            except DeadlineReached:
+                continue
+        sys.unraisablehook = hook
+
+
+def _start(delay: float, fn) -> threading.Timer:
+    timer = threading.Timer(delay, fn)
+    timer.daemon = True
+    timer.start()
+    return timer

@@ -25,6 +25,25 @@ def test_interrupt_at_stops_a_loop_with_no_clock():
     assert time.monotonic() - began < 2
 
 
+class _SlowFinalizer:
+    def __del__(self):
+        sum(range(20000))  # about half the block's time is spent here, where exceptions are ignored
+
+
+def test_interrupt_at_retries_when_a_finalizer_swallows_the_exception(capsys):
+    """Ten blocks, each spending about half its time in a finalizer: without the retry,
+    one of them almost surely loses its exception and runs to the end of its loop."""
+    for _ in range(10):
+        began = time.monotonic()
+        with pytest.raises(DeadlineReached):
+            with interrupt_at(began + 0.05):
+                for _ in range(2_000):  # seconds of work: ends only if the interrupt was lost
+                    _SlowFinalizer()
+                    sum(range(20000))
+        assert time.monotonic() - began < 2
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
 def test_interrupt_at_leaves_a_block_that_ends_in_time_alone():
     for _ in range(50):
         with interrupt_at(time.monotonic() + 5):

@@ -432,14 +432,15 @@ def _verify(capsys, *args):
 
 
 @pytest.mark.parametrize("engine", ["z3", "both"])
-def test_cli_engines(capsys, engine):
+def test_cli_engines(capsys, engine, monkeypatch):
+    monkeypatch.setenv("SYNCPROOF_PROGRESS_INTERVAL", "0")  # every progress line (verify/progress.py)
     status, data, err = _verify(capsys, str(KERNELS_DIR / "bugs" / "ring_off_by_one.sync"), "--engine", engine)
     assert status == 1 and data["verdict"] == "unsound" and data["engine"] == engine
     assert data["scope"] == "bounded" and data["trace"] and set(data["param"]) == {"N", "D"}
     status, data, err = _verify(capsys, str(KERNELS_DIR / "pipeline_db.sync"), "--engine", engine)
     assert status == 0 and data["verdict"] == "bisimilar"
     if engine == "z3":
-        assert "verify[z3]" in err
+        assert "syncproof verify: z3: " in err
 
 
 def test_cli_both_reports_a_disagreement_as_internal_error(capsys, monkeypatch):

@@ -1,0 +1,187 @@
+"""CLI fuzz test (issue 15, "a test tier that would have caught these"): Hypothesis
+draws argv for every subcommand, with valid and invalid flag values, missing, extra,
+unreadable and malformed files, generated kernels (verify.search.generators.programs
+printed to files), `.sync` and `.mlir` files in every command, and checks:
+- the exit status is one of 0, 1, 2, 3 (docs/cli.md);
+- no traceback, and no "internal error" (a bug in syncproof);
+- exit 2 ends with exactly one error line: `FILE:LINE:COL: error: ...` or
+  `syncproof[ COMMAND]: error: ...`.
+Runs in-process (verify.cli.main.main with capsys); a few cases run as a subprocess,
+so that the real process exit status and stderr are checked too."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from semantics.printer import print_program
+from verify.cli.main import main
+from verify.search.generators import programs
+
+ROOT = Path(__file__).parents[3]
+DATA = ROOT / "tests" / "data"
+ERROR = re.compile(r"^(\S.*:\d+:\d+: error: .+|syncproof( [a-z-]+)?: error: .+)$")
+STRATEGIES = ["threshold", "barrier", "flags", "tokens", "manual", "snax-barrier", "oracle", "nope", ""]
+GENERATED = programs(engines=(1, 3), max_depth=2, synced=False, params=(0, 2), max_param=2,
+                     max_instances=8, max_statements=3)
+SYNCED = programs(engines=(1, 3), max_depth=2, synced=True, params=(0, 2), max_param=2,
+                  max_instances=8, max_statements=3)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Named input files that do not depend on the draw."""
+    base = tmp_path_factory.mktemp("fuzz")
+    (base / "a_dir.sync").mkdir()
+    (base / "binary.sync").write_bytes(b"\xff\xfe\x00engines")
+    (base / "empty.sync").write_text("")
+    (base / "garbage.mlir").write_text("this is not MLIR {{{\n")
+    (base / "two.mlir").write_text((DATA / "cli" / "tiny.mlir").read_text() + "\n// -----\n"
+                                   + (DATA / "cli" / "tiny.mlir").read_text())
+    (base / "bad_profile.toml").write_text("clock_ghz = 'fast'\n")
+    (base / "a_file").write_text("")
+    return {
+        "tiny.sync": str(DATA / "cli" / "tiny.sync"),
+        "tiny.mlir": str(DATA / "cli" / "tiny.mlir"),
+        "two.mlir": str(base / "two.mlir"), "two.mlir:2": str(base / "two.mlir") + ":2",
+        "two.mlir:7": str(base / "two.mlir") + ":7",
+        "missing.sync": str(base / "missing.sync"), "missing.mlir": str(base / "missing.mlir"),
+        "a_dir.sync": str(base / "a_dir.sync"), "binary.sync": str(base / "binary.sync"),
+        "empty.sync": str(base / "empty.sync"), "garbage.mlir": str(base / "garbage.mlir"),
+        "loop_bounds": str(DATA / "loop_bounds" / "negative_lower_bound.sync"),
+        "bad_profile": str(base / "bad_profile.toml"), "a_file": str(base / "a_file"),
+        "base": str(base),
+    }
+
+
+def _flag(name, good, bad=(), valid=True):
+    """No flag, or the flag with a good value (or, unless `valid`, a bad one)."""
+    values = list(good) + ([] if valid else list(bad))
+    return st.one_of(st.just([]), st.sampled_from(values).map(lambda v: [name, str(v)]))
+
+
+def _switch(name):
+    return st.sampled_from([[], [name]])
+
+
+def argv_for(command, kernel, files, out, valid):
+    """A strategy of argv lists for `command`, with `kernel` a drawn input file; with
+    `valid`, every flag value is a valid one (the run then does real work)."""
+    def flag(name, good, bad=()):
+        return _flag(name, good, bad, valid)
+
+    strategy = flag("--strategy", ["threshold", "barrier", "flags", "tokens", "manual", "snax-barrier"],
+                    ["oracle", "nope", ""])
+    params = ["N=0..1", "N=1", "N=1..2"] + ([] if valid else ["M=0..1", "N=2..1", "N=x", "Q=1", "N=-1"])
+    param = st.lists(st.sampled_from(params), max_size=1 if valid else 2).map(
+        lambda ps: [a for p in ps for a in ("--param", p)])
+    max_param = flag("--max-param", [0, 1, 2], [-1, "x"])
+    seconds = ([5, 2.5], [0, -1, "x", "nan"])
+    out_path = st.sampled_from([out, os.path.join(out, "sub", "x")]
+                               + ([] if valid else [files["a_file"], files["a_dir.sync"]]))
+    parts = {
+        "check": [],
+        "sync": [strategy, flag("--emit", ["sync", "mlir"], ["c"]), st.one_of(st.just([]), out_path.map(
+            lambda p: ["-o", p]))],
+        "verify": [strategy, param, max_param, flag("--engine", ["explicit", "z3", "both"], ["x"]),
+                   flag("--property", ["bisimulation", "soundness"], ["x"]),
+                   flag("--max-states", [50, 100000], [0, -5]), flag("--timeout", *seconds),
+                   st.one_of(st.just([]), out_path.map(lambda p: ["--dump-smt", p])),
+                   flag("--scope", ["auto", "bounded"], ["all"]),
+                   st.just(["--proof-timeout", "3"]) if valid else flag("--proof-timeout", [3], [0, "x"]),
+                   _switch("--json"), _switch("--verbose")],
+        "simulate": [flag("--strategy", ["threshold", "barrier", "oracle", "manual"], ["nope"]),
+                     param.map(lambda a: [x.split("..")[0] for x in a]),
+                     flag("--profile", ["trainium", "snax"], ["nope", files["bad_profile"]]),
+                     st.one_of(st.just([]), out_path.map(lambda p: ["--trace", p])), _switch("--json")],
+        "bench": [flag("--profile", ["trainium", "snax"], ["nope"]),
+                  st.one_of(st.just([]), out_path.map(lambda p: ["--out", p])), _switch("--json")],
+        "search": [strategy, flag("--examples", [1, 2], [0, -1, "x"]), flag("--seed", [0, 7], ["x"]),
+                   flag("--max-param", [0, 1], [-1]), flag("--property", ["bisimulation", "soundness"]),
+                   st.one_of(st.just([]), out_path.map(lambda p: ["--out", p])), _switch("--json")],
+        "mutate": [strategy, param, flag("--max-param", [0, 1], [-1]), flag("--max-states", [1000], [0]),
+                   _switch("--json")],
+        "lean": [strategy, st.sampled_from([["-o", out]] + ([] if valid else [["-o", files["a_file"]], []])),
+                 flag("--max-param", [0, 1], [-1])],
+        "import-mlir": [st.one_of(st.just([]), out_path.map(lambda p: ["-o", p])),
+                        flag("--case", [1, 2], [0, 9, "x"])],
+    }[command]
+    if command == "search":
+        positional = st.just([]) if valid else st.sampled_from([[], ["extra.sync"]])
+        parts = [st.just(["--examples", "2"])] + parts  # a later --examples overrides: bounded either way
+    elif command == "bench":
+        other = files["tiny.sync"] if ".mlir" in kernel else files["tiny.mlir"]  # .sync with .mlir: columns differ
+        positional = st.sampled_from([[kernel, other], [kernel]] + ([] if valid else [[files["missing.sync"]]]))
+    else:
+        positional = st.just([kernel]) if valid else st.sampled_from([[kernel], [], [kernel, files["tiny.sync"]]])
+    junk = st.just([]) if valid else st.sampled_from([[], ["--nope"], ["-x", "1"]])
+    return st.tuples(positional, junk, *parts).map(lambda ps: [command] + [a for p in ps for a in p])
+
+
+COMMANDS = ["check", "sync", "verify", "simulate", "bench", "search", "mutate", "lean", "import-mlir"]
+GOOD = ["tiny.sync", "tiny.mlir", "two.mlir:2", "loop_bounds"]
+BAD = ["two.mlir", "two.mlir:7", "missing.sync", "missing.mlir", "a_dir.sync", "binary.sync", "empty.sync",
+       "garbage.mlir"]
+
+
+@st.composite
+def invocations(draw, files):
+    command = draw(st.sampled_from(COMMANDS))
+    valid = draw(st.booleans(), label="valid")
+    out = os.path.join(files["base"], f"out{draw(st.integers(0, 3))}")
+    source = draw(st.sampled_from(["generated", "synced"] + GOOD + ([] if valid else BAD)))
+    if source in ("generated", "synced"):
+        program = draw(GENERATED if source == "generated" else SYNCED)
+        if draw(st.booleans(), label="defaults"):  # simulate and bench need `param N = value`
+            program = attrs.evolve(program, params=tuple(attrs.evolve(p, default=draw(st.integers(0, 2)))
+                                                         for p in program.params))
+        kernel = os.path.join(files["base"], f"gen_{source}.sync")
+        Path(kernel).write_text(print_program(program))
+    else:
+        kernel = files[source]
+    return draw(argv_for(command, kernel, files, out, valid))
+
+
+def check_outcome(argv, status, out, err):
+    assert status in (0, 1, 2, 3), (argv, status, err)
+    assert "Traceback" not in err and "Traceback" not in out, (argv, err)
+    assert "internal error" not in err, (argv, err)
+    if status == 2:
+        lines = [line for line in err.splitlines() if line.strip()]
+        errors = [line for line in lines if ": error: " in line]
+        assert len(errors) == 1 and lines[-1] == errors[0], (argv, err)
+        assert ERROR.match(errors[0]), (argv, errors[0])
+
+
+@pytest.mark.slow
+@settings(max_examples=5 * settings.default.max_examples, deadline=None,  # cheap: 5x the profile's budget
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_command_exits_0_to_3_without_a_traceback(files, capsys, data):
+    argv = data.draw(invocations(files), label="argv")
+    capsys.readouterr()
+    status = main(argv)
+    captured = capsys.readouterr()
+    event(f"{argv[0]} exits {status}" + (" --out" if "--out" in argv else ""))
+    check_outcome(argv, status, captured.out, captured.err)
+
+
+@pytest.mark.parametrize("argv", [
+    ["verify", "--timeout", "0", "tests/data/cli/tiny.sync"],
+    ["import-mlir", "tests/data/cli/tiny.sync"],
+    ["lean", "tests/data/cli/tiny.mlir"],
+    ["simulate", "--strategy", "nope", "tests/data/cli/tiny.sync"],
+    ["check", "tests/data/cli/missing.sync"],
+    ["nope"],
+])
+def test_the_real_process_exits_2_with_one_error_line(argv):
+    run = subprocess.run([sys.executable, "-m", "verify.cli", *argv], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    check_outcome(argv, run.returncode, run.stdout, run.stderr)
+    assert run.returncode == 2
