@@ -52,7 +52,6 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
     worst: Verdict = Verdict.BISIMILAR
     witness: Witness | None = None
     unknown_reason = None
-    last_report = start
     time_left = None if deadline is None else max(0.0, deadline - time.monotonic())
     run = functools.partial(run_valuation, program, decide, attrs.evolve(options, progress=None), time_left)
     results = ordered_map(run, all_valuations, fan_out)
@@ -66,11 +65,9 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
                 if SEVERITY[found] > SEVERITY[worst]:
                     worst, witness = found, result.witness
             now = time.monotonic()
-            if options.progress and now - start > 3 and now - last_report > 2:
-                last_report = now
-                options.progress(f"verify: valuation {number + 1}/{len(all_valuations)}, "
-                                 f"{total_states} {'states' if engine == 'explicit' else 'events'}, "
-                                 f"{now - start:.0f}s")
+            if options.progress:  # the caller throttles (verify/progress.py)
+                options.progress(f"valuation {number + 1}/{len(all_valuations)}, "
+                                 f"{total_states} {'states' if engine == 'explicit' else 'events'}")
             if result.verdict == Verdict.UNKNOWN:
                 shown = ", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"
                 unknown_reason = f"{result.reason} at {shown}"

@@ -28,15 +28,16 @@ def _progress(err: str, command: str) -> list[str]:
 
 
 CASES = {
-    "verify-explicit": (["verify", "--scope", "bounded", TINY], "verify", "valuation 4/4 (N=3)"),
+    "verify-explicit": (["verify", "--engine", "explicit", "--scope", "bounded", TINY], "verify", "valuation 4/4 (N=3)"),
     # 31,223 states at N=6: the engine's line every 20,000 states (the one that crashed)
-    "verify-explicit-states": (["verify", "--scope", "bounded", "--param", "N=6", WIDE], "verify",
+    "verify-explicit-states": (["verify", "--engine", "explicit", "--scope", "bounded", "--param", "N=6", WIDE], "verify",
                                "valuation 1/1 (N=6), 20000 states"),
     "verify-z3": (["verify", "--engine", "z3", "--scope", "bounded", TINY], "verify", "z3: event-time query"),
     "verify-both": (["verify", "--engine", "both", "--scope", "bounded", TINY], "verify", "z3: building"),
     "verify-proof": (["verify", TINY], "verify", "all-values proof: 1 queries answered"),
     "verify-proof-verbose": (["verify", "--verbose", TINY], "verify", "prove: "),
-    "verify-mlir": (["verify", "--scope", "bounded", TINY_MLIR], "verify", "valuation 1/1 (no parameters)"),
+    "verify-mlir": (["verify", "--engine", "explicit", "--scope", "bounded", TINY_MLIR], "verify", "valuation 1/1 (no parameters)"),
+    "verify-hb": (["verify", "--scope", "bounded", "--param", "N=0..6", WIDE], "verify", "valuation 7/7"),
     "simulate": (["simulate", TINY], "simulate", "simulating 9 instances"),
     "simulate-oracle": (["simulate", "--strategy", "oracle", TINY_MLIR], "simulate", "simulating"),
     "bench": (["bench", TINY], "bench", "tiny.sync tokens"),
