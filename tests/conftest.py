@@ -26,3 +26,23 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def _import_every_module() -> None:
+    # Hypothesis draws some values from constants found in the local modules loaded so
+    # far (hypothesis.internal.conjecture.providers): without this, a derandomized test
+    # generates different examples depending on which tests ran before it in the same
+    # process (a teeth test shrank for over an hour in the suite and took 2 s alone).
+    # Loading every module of the project up front makes the examples the same in any
+    # order, any worker and alone.
+    import importlib
+    import pkgutil
+
+    for name in ("semantics", "algorithm", "verify", "lean_export"):
+        package = importlib.import_module(name)
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
+            if not info.name.endswith("__main__"):  # running it is what importing it does
+                importlib.import_module(info.name)
+
+
+_import_every_module()

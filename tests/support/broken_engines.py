@@ -26,11 +26,11 @@ def sources_from_program_start(unrolled: Unrolled, lay: Layout):
     return tuple(out)
 
 
-def ignoring_eager_barriers(unrolled, options=None, deadline=None):
+def ignoring_eager_barriers(unrolled, options=None, deadline=None, on_progress=None):
     return decide(unrolled, close=no_eager_barriers)
 
 
-def counting_from_program_start(unrolled, options=None, deadline=None):
+def counting_from_program_start(unrolled, options=None, deadline=None, on_progress=None):
     return decide(unrolled, sources_of=sources_from_program_start)
 
 

@@ -16,16 +16,16 @@ Breadth-first order makes every reported trace a shortest one.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections import deque
 
 from semantics.ir import Program
 from semantics.machines import COMPLETE, ISSUE, Counter, Reference
-from semantics.sequential import UnrollLimit, Unrolled, unroll
+from semantics.sequential import Unrolled
+from verify.engines.valuations import check_valuations, valuations  # noqa: F401 (valuations: imported from here by callers)
 from verify.engines.witness import witness_of
 from verify.verdicts import (  # noqa: F401 (InternalError: raised here, and imported from here by callers)
-    SEVERITY, CheckOptions, CheckResult, EngineName, InternalError, ValuationResult, Verdict, Witness, finalise,
+    SEVERITY, CheckOptions, CheckResult, EngineName, InternalError, ValuationResult, Verdict,
 )
 
 
@@ -82,54 +82,8 @@ def explore(unrolled: Unrolled, options: CheckOptions = CheckOptions(), deadline
     return ValuationResult(worst, explored, witness_of(first, unrolled, ref, ctr, parent), frozenset(first))
 
 
-def valuations(bounds: tuple[tuple[str, int, int], ...]):
-    """Every valuation within inclusive bounds, smallest sum first (small witnesses first)."""
-    ranges = [range(lo, hi + 1) for _, lo, hi in bounds]
-    names = [name for name, _, _ in bounds]
-    combos = sorted(itertools.product(*ranges), key=lambda v: (sum(v), v))
-    return [dict(zip(names, combo)) for combo in combos]
-
-
 def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: CheckOptions = CheckOptions()) -> CheckResult:
     """Check `program` (its own waits and barriers) against the reference for every
-    valuation within `bounds` (name, lo, hi inclusive)."""
-    start = time.monotonic()
-    deadline = start + options.timeout if options.timeout else None
-    all_valuations = valuations(bounds)
-    total_states = 0
-    worst: Verdict = Verdict.BISIMILAR
-    witness: Witness | None = None
-    unknown_reason = None
-    done = 0
-
-    for number, values in enumerate(all_valuations):
-        def on_progress(states, values=values, number=number):
-            if options.progress:
-                shown = ", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"
-                options.progress(f"valuation {number + 1}/{len(all_valuations)} ({shown}), "
-                                 f"{total_states + states} states")
-        on_progress(0)
-        try:
-            unrolled = unroll(program, values, limit=options.max_states)
-        except UnrollLimit as limit:
-            result = ValuationResult(Verdict.UNKNOWN, 0, None, frozenset(), reason=f"instance limit: {limit}")
-        else:
-            result = explore(unrolled, options, deadline, on_progress)
-        total_states += result.states
-        done += 1
-        for found in result.findings:
-            if SEVERITY[found] > SEVERITY[worst]:
-                worst, witness = found, result.witness
-        if result.verdict == Verdict.UNKNOWN:
-            unknown_reason = f"{result.reason} at {', '.join(f'{k}={v}' for k, v in values.items()) or 'no parameters'}"
-            if deadline is not None and time.monotonic() > deadline:
-                break
-        if worst == Verdict.UNSOUND:
-            break
-    complete = unknown_reason is None and (done == len(all_valuations) or worst == Verdict.UNSOUND)
-    verdict, holds = finalise(worst, complete, options.property)
-    return CheckResult(
-        verdict=verdict, holds=holds, property=options.property, engine=EngineName.EXPLICIT, bounds=bounds,
-        states=total_states, valuations=done, total_valuations=len(all_valuations),
-        witness=witness, complete=complete, reason=unknown_reason,
-    )
+    valuation within `bounds` (name, lo, hi inclusive), in the loop every per-valuation
+    engine shares (verify/engines/valuations.py)."""
+    return check_valuations(program, bounds, options, explore, EngineName.EXPLICIT)

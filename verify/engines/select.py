@@ -31,6 +31,4 @@ def check(program: Program, bounds, options: CheckOptions = CheckOptions(), engi
     on `fan_out`."""
     if engine_for(program, engine) == happens_before.ENGINE:
         return happens_before.check(program, bounds, options, fan_out)
-    if fan_out.serial:
-        return explicit.check(program, bounds, options)  # its progress line also reports inside a valuation
     return check_valuations(program, bounds, options, explicit.explore, EngineName.EXPLICIT, fan_out)

@@ -27,9 +27,10 @@ def valuations(bounds: tuple[tuple[str, int, int], ...]) -> list[dict[str, int]]
 
 
 def run_valuation(program: Program, decide, options: CheckOptions, time_left: float | None,
-                  values: dict[str, int]):
+                  values: dict[str, int], on_progress=None):
     """Unroll and decide one valuation (in whatever process runs it). A kernel error is
-    returned, not raised, so that it crosses process boundaries intact."""
+    returned, not raised, so that it crosses process boundaries intact. `on_progress`
+    (serial runs only: a callback does not cross processes) hears of long valuations."""
     deadline = time.monotonic() + time_left if time_left is not None else None
     try:
         unrolled = unroll(program, values, limit=options.max_states)
@@ -37,24 +38,45 @@ def run_valuation(program: Program, decide, options: CheckOptions, time_left: fl
         return ValuationResult(Verdict.UNKNOWN, 0, None, frozenset(), reason=f"instance limit: {limit}")
     except SyncproofError as err:
         return err
-    return decide(unrolled, options, deadline)
+    return decide(unrolled, options, deadline, on_progress)
+
+
+def _shown(values: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"
 
 
 def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...], options: CheckOptions,
                      decide, engine: str, fan_out: FanOut | None = None) -> CheckResult:
-    """Check every valuation within `bounds` with `decide(unrolled, options, deadline)`.
+    """Check every valuation within `bounds` with `decide(unrolled, options, deadline,
+    on_progress)`.
     The result is the same for every `fan_out`."""
     fan_out = fan_out or SERIAL
     start = time.monotonic()
     deadline = start + options.timeout if options.timeout else None
     all_valuations = valuations(bounds)
+    unit = "states" if engine == "explicit" else "events"
     total_states, done = 0, 0
     worst: Verdict = Verdict.BISIMILAR
     witness: Witness | None = None
     unknown_reason = None
-    time_left = None if deadline is None else max(0.0, deadline - time.monotonic())
-    run = functools.partial(run_valuation, program, decide, attrs.evolve(options, progress=None), time_left)
-    results = ordered_map(run, all_valuations, fan_out)
+    quiet = attrs.evolve(options, progress=None)
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def serial():  # lazily, so a stop after one valuation runs no more; each gets the time left
+        for number, values in enumerate(all_valuations):
+            def inside(states, number=number, values=values):
+                options.progress(f"valuation {number + 1}/{len(all_valuations)} ({_shown(values)}), "
+                                 f"{total_states + states} {unit}")
+            if options.progress:
+                inside(0)
+            yield run_valuation(program, decide, quiet, left(), values, inside if options.progress else None)
+
+    if fan_out.serial:
+        results = serial()
+    else:
+        results = ordered_map(functools.partial(run_valuation, program, decide, quiet, left()), all_valuations, fan_out)
     try:
         for number, (values, result) in enumerate(zip(all_valuations, results)):
             if isinstance(result, Exception):
@@ -66,11 +88,10 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
                     worst, witness = found, result.witness
             now = time.monotonic()
             if options.progress:  # the caller throttles (verify/progress.py)
-                options.progress(f"valuation {number + 1}/{len(all_valuations)}, "
-                                 f"{total_states} {'states' if engine == 'explicit' else 'events'}")
+                options.progress(f"valuation {number + 1}/{len(all_valuations)} ({_shown(values)}), "
+                                 f"{total_states} {unit}")
             if result.verdict == Verdict.UNKNOWN:
-                shown = ", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"
-                unknown_reason = f"{result.reason} at {shown}"
+                unknown_reason = f"{result.reason} at {_shown(values)}"
                 if deadline is not None and now > deadline:
                     break
             elif deadline is not None and now > deadline and number + 1 < len(all_valuations):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, event, find, given, note, settings
+from hypothesis import HealthCheck, Phase, event, find, given, note, settings
 from hypothesis import strategies as st
 
 from algorithm.registry import get_strategy
@@ -95,5 +95,5 @@ def test_teeth_the_oracle_catches_a_counter_machine_ignoring_waitflag(monkeypatc
     monkeypatch.setattr(explicit, "Counter", CounterIgnoringWaitflag)
     program = find(peer_programs(), lambda p: not agrees(p),
                    settings=settings(database=None, derandomize=True, max_examples=300, deadline=None,
-                                     suppress_health_check=list(HealthCheck)))
+                                     suppress_health_check=list(HealthCheck), phases=(Phase.explicit, Phase.generate)))
     assert any(s.kind == "waitflag" for op in ops(program) for s in op.syncs), print_program(program)
