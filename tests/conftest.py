@@ -28,21 +28,22 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-def _import_every_module() -> None:
-    # Hypothesis draws some values from constants found in the local modules loaded so
-    # far (hypothesis.internal.conjecture.providers): without this, a derandomized test
-    # generates different examples depending on which tests ran before it in the same
-    # process (a teeth test shrank for over an hour in the suite and took 2 s alone).
-    # Loading every module of the project up front makes the examples the same in any
-    # order, any worker and alone.
-    import importlib
-    import pkgutil
 
-    for name in ("semantics", "algorithm", "verify", "lean_export"):
-        package = importlib.import_module(name)
-        for info in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
-            if not info.name.endswith("__main__"):  # running it is what importing it does
-                importlib.import_module(info.name)
+def _without_local_constants() -> None:
+    # Hypothesis draws some values from constants it finds in the local modules loaded so
+    # far (hypothesis.internal.conjecture.providers), within a parse-time limit: so a
+    # derandomized test's examples depended on which tests ran before it in the process
+    # and on the machine's load. One teeth test shrank for over an hour in the suite and
+    # took 2 s alone. Without that pool the examples are the same in any order, in any
+    # worker, on any load. Internal to Hypothesis: if it moves, this does nothing (the
+    # suite still runs, only less reproducibly), and tests/test_reproducible.py says so.
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        empty = providers.Constants()
+        providers._get_local_constants = lambda *args, **kwargs: empty
 
 
-_import_every_module()
+_without_local_constants()
