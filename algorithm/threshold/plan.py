@@ -99,6 +99,9 @@ class Context:
         self.order = {name: n for n, name in enumerate(self.sites)}
         self._names: dict = {}
         self._tops: dict = {}
+        # count_before_y's memo: (op, id(targets), facts key) -> count. Facts keys are Z3
+        # term ids, valid within one Z3 context: cleared when the session renews it.
+        self.before: dict = {}
 
     def names(self, targets: list[Site]) -> frozenset:
         """The op names of a target list (one of `by_engine`'s lists), built once."""
@@ -199,12 +202,18 @@ def _iters_count(ctx: "Context", y: Site, x_site: Site, facts: Facts):
 def count_before_y(ctx: "Context", y: Site, targets: list[Site], facts: Facts):
     """F-instances before y: the top-level statements before y's in closed form, and
     the ops of y's own top-level statement from tracked counts."""
+    key = (y.op.name, id(targets), facts._key)
+    hit = ctx.before.get(key)
+    if hit is not None and hit[0] is targets:
+        return hit[1]
     top = y.trail[0].index
     names = ctx.names(targets)
     total = ctx.prefix.before(top, names)
     for x_site in ctx.in_statement(targets, top):
         total = BinOp("+", total, _iters_count(ctx, y, x_site, facts))
-    return simplify(total)
+    result = simplify(total)
+    ctx.before[key] = (targets, result, facts.assertions)  # the assertions stay alive while their ids are keys
+    return result
 
 
 def _candidate_count(ctx: "Context", x: Site, y: Site, candidate: Candidate, targets: list[Site], facts: Facts):
@@ -392,6 +401,7 @@ def keep_z3_small(n: int, ctx: "Context") -> None:
     if n and n % RENEW_AFTER_OPS == 0:
         ctx.session.renew()
         ctx.prefix.refresh_facts()
+        ctx.before.clear()
 
 
 def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
