@@ -20,7 +20,6 @@ import attrs
 import pytest
 import z3
 from hypothesis import event, given, note, settings
-from hypothesis import strategies as st
 
 from algorithm.threshold.facts import Session
 from algorithm.threshold.plan import Context, site_facts
