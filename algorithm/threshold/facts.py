@@ -26,8 +26,6 @@ FACTS_RLIMIT = 2_000_000
 # table grows and never shrinks (z3 5.4.1: 101 us per push in a fresh context, 1,198 us
 # after 400,000 terms), which made long kernels plan in quadratic time.
 RENEW_AFTER_OPS = 500
-# Models kept per Facts for refuting later claims without Z3 (Facts._refuted).
-MODELS_KEPT = 4
 
 
 class Session:
@@ -56,7 +54,6 @@ class Session:
         self.memo: dict = {}
         self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
         self.queries = 0
-        self.refuted = 0  # claims refuted by a kept model, without Z3
 
     def renew(self) -> None:
         """A fresh Z3 context (callers must drop every term and Facts they hold)."""
@@ -114,32 +111,17 @@ class Facts:
 
     (Tried and dropped: Facts made by `with_` sharing their parent's solver, pushing
     the extra assertions per query. Fewer assertions, but each check in a pushed scope
-    cost more: the 100-op chain took 4.5 s CPU instead of 3.7-4.1 s.)"""
+    cost more: the 100-op chain took 4.5 s CPU instead of 3.7-4.1 s. Also tried and
+    dropped: a counterexample cache, as in KLEE: models kept from earlier sat answers
+    refute later claims without Z3. Its answers are Z3's, but skipping queries changes
+    what the incremental solver has learnt, and on the nested-`if` reproducer a later
+    check then ran for minutes past its rlimit (docs/sync-speed.md).)"""
 
     def __init__(self, session: Session, assertions=(), _key=None):
         self.session = session
         self.assertions = list(assertions)
         self._key = _key if _key is not None else frozenset(a.get_id() for a in self.assertions)
         self._solver = None
-        self._models: list = []  # models of the facts from earlier queries, newest first
-
-    def _refuted(self, claim) -> bool:
-        """A counterexample cache (as in KLEE): a model of these facts, kept from an
-        earlier query, under which the claim is false. Then the claim is not provable,
-        which is what Z3 would answer (sat, or unknown: either way not proved), without
-        asking it."""
-        for model in self._models:
-            if z3.is_false(model.eval(claim, model_completion=True)):
-                self.session.refuted += 1
-                return True
-        return False
-
-    def _keep_model(self, model) -> None:
-        """Keep a model of the facts (checked: every assertion true under it, with
-        completion, so that later evaluations extend it consistently)."""
-        if all(z3.is_true(model.eval(a, model_completion=True)) for a in self.assertions):
-            self._models.insert(0, model)
-            del self._models[MODELS_KEPT:]
 
     def with_(self, *more) -> "Facts":
         return Facts(self.session, self.assertions + list(more), self._key.union(a.get_id() for a in more))
@@ -153,23 +135,17 @@ class Facts:
         entry = memo.get(key)
         if entry is not None:
             return entry[0]
-        if self._refuted(claim):
-            hit = False
-        else:
-            if self._solver is None:
-                # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
-                # same incremental mode anyway, minus the combined solver's overhead.
-                self._solver = z3.SimpleSolver(ctx=self.session.ctx)
-                self._solver.set("rlimit", self.session.rlimit)
-                self._solver.add(*self.assertions)
-            self._solver.push()
-            self._solver.add(z3.Not(claim))
-            result = self._solver.check()
-            hit = result == z3.unsat
-            if result == z3.sat:
-                self._keep_model(self._solver.model())
-            self._solver.pop()
-            self.session.queries += 1
+        if self._solver is None:
+            # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
+            # same incremental mode anyway, minus the combined solver's overhead.
+            self._solver = z3.SimpleSolver(ctx=self.session.ctx)
+            self._solver.set("rlimit", self.session.rlimit)
+            self._solver.add(*self.assertions)
+        self._solver.push()
+        self._solver.add(z3.Not(claim))
+        hit = self._solver.check() == z3.unsat
+        self._solver.pop()
+        self.session.queries += 1
         if len(memo) > 500_000:
             memo.clear()
         memo[key] = (hit, self.assertions, claim)

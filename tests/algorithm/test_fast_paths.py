@@ -1,15 +1,11 @@
 """The threshold planner's shortcuts give the answers Z3 gives (issue 16).
 
-- Memo by shape (algorithm/threshold/shapes.py): `prove_candidates` answers a question
-  from the session's memo when an earlier question had the same shape (loop variables
-  renamed, statement positions relative). Differential test: every question of a
-  generated program, and of its renamed copy appended to it (so that the memo is hit),
-  answered through one session's memo equals a fresh Z3 proof of that question alone.
-- Counterexample cache (facts.py `Facts._refuted`): a claim refuted by a kept model is
-  one Z3 would not prove. Differential test: `proves` with the cache equals a fresh
-  Z3 check on claims over a site's facts.
-
-Each is shown to catch a deliberately broken variant.
+Memo by shape (algorithm/threshold/shapes.py): `prove_candidates` answers a question
+from the session's memo when an earlier question had the same shape (loop variables
+renamed, statement positions relative). Differential test: every question of a
+generated program, and of its renamed copy appended to it (so that the memo is hit),
+answered through one session's memo equals a fresh Z3 proof of that question alone.
+The differential test is shown to catch deliberately broken keys.
 """
 
 from __future__ import annotations
@@ -18,11 +14,9 @@ import importlib
 
 import attrs
 import pytest
-import z3
 from hypothesis import event, given, note, settings
 
 from algorithm.threshold.facts import Session
-from algorithm.threshold.plan import Context, site_facts
 from semantics.context import sites
 from semantics.ir import For, If, Op, Program, Var, map_ops
 from semantics.printer import print_program
@@ -198,56 +192,3 @@ def test_shape_memo_is_hit_by_a_renamed_copy():
     # Every question about the copy is answered from the memo (twice: both flags).
     mismatches, hits = _memo_mismatches(_doubled(parse(BROKEN_KEY_KERNEL)), limit=None)
     assert not mismatches and hits >= 2 * len(_questions(parse(BROKEN_KEY_KERNEL)))
-
-
-# ------------------------------------------------ counterexample cache vs Z3
-
-
-def _claims(program: Program, y, session: Session):
-    """Comparisons between the site's loop variables, parameters and small constants."""
-    names = [p.name for p in program.params] + [l.var for l in y.loops]
-    terms = [session.var(n) for n in names] + [z3.IntVal(c, session.ctx) for c in (0, 1, 2)]
-    out = []
-    for a in terms:
-        for b in terms:
-            if not a.eq(b):
-                out += [a <= b, a == b, a < b + 1]
-    return out[:CLAIMS]
-
-
-CLAIMS = 16
-
-
-def _cache_mismatches(program: Program) -> list[str]:
-    session = Session()
-    ctx = Context(program, session=session)
-    mismatches = []
-    for y in list(ctx.sites.values())[:4]:
-        facts = site_facts(ctx, y)
-        for claim in _claims(program, y, session):
-            cached = facts.proves(claim)
-            solver = z3.Solver(ctx=session.ctx)
-            solver.add(*facts.assertions, z3.Not(claim))
-            fresh = solver.check() == z3.unsat
-            if cached != fresh:
-                mismatches.append(f"{y.op.name}: {claim}: cached {cached}, z3 {fresh}")
-    return mismatches
-
-
-@pytest.mark.slow
-@settings(max_examples=20)
-@given(program=SMALL)
-def test_counterexample_cache_answers_equal_fresh_z3_checks(program):
-    note(print_program(program))
-    assert not _cache_mismatches(program)
-
-
-def test_counterexample_cache_differential_test_catches_a_broken_cache(monkeypatch):
-    """A cache that takes any kept model, even one where the claim holds, as a refutation."""
-    from semantics.parser import parse
-
-    def refutes_anything(self, claim) -> bool:
-        return bool(self._models)
-
-    monkeypatch.setattr(facts_mod.Facts, "_refuted", refutes_anything)
-    assert _cache_mismatches(parse(BROKEN_KEY_KERNEL))
