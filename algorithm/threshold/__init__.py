@@ -7,9 +7,11 @@ that others imply; `apply_plan` writes the waits into the program. The names bel
 the package's API, used by the barrier baseline (which plans its regions with the same
 counting) and by the tests; the modules' `_` names are their own.
 
-Modules: plan (the planner and its per-program Context), candidates (which producer
-instances can be last), counting + sums (closed-form counts of instances), facts (Z3
-proofs over the loop domains), irredundant (redundant-wait elimination).
+Modules: plan (the planner), context (its per-program Context and the facts at a
+site), thresholds (a wait's count and its tidying), candidates (which producer
+instances can be last), shapes (the memo of their proofs by shape), counting + sums
+(closed-form counts of instances), facts (Z3 proofs over the loop domains, with a
+counterexample cache), irredundant (redundant-wait elimination).
 """
 
 from algorithm.threshold.counting import Unsupported, count_upto, full_count

@@ -22,6 +22,7 @@ from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program,
 from semantics.symbolic import domain, precedes, same_element, to_z3
 from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
 from semantics.simplify import cond as simplify_cond, simplify
+from algorithm.threshold.shapes import pair_shape
 
 
 @attrs.frozen
@@ -271,7 +272,18 @@ def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str
 def prove_candidates(session: Session, program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
                       soundness_only: bool = False) -> str | None:
     """None when Z3 proves the candidates exact (or, with soundness_only, just that each
-    is an earlier matching instance when its condition holds); else why not."""
+    is an earlier matching instance when its condition holds); else why not. Memoized
+    in the session by the shape of the question (algorithm/threshold/shapes.py)."""
+    key = pair_shape(program, x, y, pair, candidates, soundness_only)
+    if key in session.shapes:
+        session.shape_hits += 1
+        return session.shapes[key]
+    answer = session.shapes[key] = _prove(session, program, x, y, pair, candidates, soundness_only)
+    return answer
+
+
+def _prove(session: Session, program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
+           soundness_only: bool) -> str | None:
     ax, ay = pair
     ctx = session.ctx
     params = {p.name: session.var(p.name) for p in program.params}

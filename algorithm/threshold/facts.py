@@ -39,6 +39,10 @@ class Session:
         self.rlimit = rlimit
         self.fresh = itertools.count()  # fresh index names (`w#17`): deterministic per plan
         self.contents: dict = {}  # id(stmt) -> (stmt, names inside): see counting._contents
+        # prove_candidates' answers by the shape of the question (shapes.py): plain
+        # values, so they survive a renewal of the Z3 context.
+        self.shapes: dict = {}
+        self.shape_hits = 0
         self._new_context()
 
     def _new_context(self) -> None:
@@ -107,7 +111,11 @@ class Facts:
 
     (Tried and dropped: Facts made by `with_` sharing their parent's solver, pushing
     the extra assertions per query. Fewer assertions, but each check in a pushed scope
-    cost more: the 100-op chain took 4.5 s CPU instead of 3.7-4.1 s.)"""
+    cost more: the 100-op chain took 4.5 s CPU instead of 3.7-4.1 s. Also tried and
+    dropped: a counterexample cache, as in KLEE: models kept from earlier sat answers
+    refute later claims without Z3. Its answers are Z3's, but skipping queries changes
+    what the incremental solver has learnt, and on the nested-`if` reproducer a later
+    check then ran for minutes past its rlimit (docs/sync-speed.md).)"""
 
     def __init__(self, session: Session, assertions=(), _key=None):
         self.session = session

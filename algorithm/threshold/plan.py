@@ -36,16 +36,22 @@ the cost is one compare plus the arithmetic operations of the printed expression
 from __future__ import annotations
 
 import attrs
-import z3
 
-from semantics.context import Site, common_depth, sites, static_order
-from semantics.ir import (
-    BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Program, Var, Wait, map_ops,
+from semantics.context import Site, common_depth, static_order
+from semantics.ir import Compare, Const, For, If, IfExpr, Max, Program, Wait, map_ops
+from semantics.symbolic import conflicting_pairs
+# candidates_of, prove_candidates and site_facts are looked up here at call time (tests
+# and bench/sync_bench.py replace them on this module); the rest is re-exported for the
+# package's other modules.
+from algorithm.threshold.candidates import Candidate, candidates_of, conjoin, prove_candidates  # noqa: F401
+from algorithm.threshold.context import (  # noqa: F401
+    Context, body_at, iters_facts, site_facts,
 )
-from semantics.symbolic import conflicting_pairs, domain
-from algorithm.threshold.candidates import Candidate, candidates_of, conjoin, prove_candidates  # noqa: F401 (used by irredundant)
-from algorithm.threshold.counting import Facts, PrefixCounts, Session, Unsupported, count_upto, full_count, loop_target
 from algorithm.threshold.facts import RENEW_AFTER_OPS
+from algorithm.threshold.counting import Unsupported
+from algorithm.threshold.thresholds import (  # noqa: F401
+    candidate_count, closed_iters, count_before_y, tidy_threshold,
+)
 from semantics.simplify import simplify
 
 
@@ -71,320 +77,6 @@ class Plan:
     session: object = attrs.field(default=None, eq=False, repr=False)
 
 
-def body_at(program: Program, trail, depth: int):
-    if depth == 0:
-        return program.body
-    step = trail[depth - 1]
-    if isinstance(step.stmt, For):
-        return step.stmt.body
-    return step.stmt.then if step.branch else step.stmt.else_
-
-
-class Context:
-    """Per-program lookups shared by every (op, engine) pair."""
-
-    def __init__(self, program: Program, conflicts=conflicting_pairs, session: Session | None = None):
-        self.program = program
-        self.session = session or Session()  # all solver state of this pass
-        self.conflicts = conflicts  # the access-pair relation enforced (a hook for broken test strategies)
-        self.sites = sites(program)
-        self.by_engine = {e: [s for s in self.sites.values() if s.op.engine == e] for e in program.engines}
-        self.by_buffer: dict[str, list[Site]] = {}
-        for site in self.sites.values():
-            for buffer in {a.buffer for a in site.op.reads + site.op.writes}:
-                self.by_buffer.setdefault(buffer, []).append(site)
-        self.prefix = PrefixCounts(program, self.session)
-        # Loop variable -> (statement index, loop) for the program's top-level loops.
-        self.top_loops = {stmt.var: (index, stmt) for index, stmt in enumerate(program.body) if isinstance(stmt, For)}
-        self.order = {name: n for n, name in enumerate(self.sites)}
-        self._names: dict = {}
-        self._tops: dict = {}
-
-    def names(self, targets: list[Site]) -> frozenset:
-        """The op names of a target list (one of `by_engine`'s lists), built once."""
-        hit = self._names.get(id(targets))
-        if hit is None or hit[0] is not targets:
-            hit = self._names[id(targets)] = (targets, frozenset(t.op.name for t in targets))
-        return hit[1]
-
-    def in_statement(self, targets: list[Site], top: int) -> list[Site]:
-        """The sites of a target list inside top-level statement `top` (indexed once
-        per list: scanning the list per op would make the work quadratic)."""
-        hit = self._tops.get(id(targets))
-        if hit is None or hit[0] is not targets:
-            index: dict[int, list[Site]] = {}
-            for site in targets:
-                index.setdefault(site.trail[0].index, []).append(site)
-            hit = self._tops[id(targets)] = (targets, index)
-        return hit[1].get(top, [])
-
-    def producers(self, y: Site, engine: str):
-        """(x, access pair) for ops x on `engine` that may conflict with y."""
-        seen, out = set(), []
-        for buffer in sorted({a.buffer for a in y.op.reads + y.op.writes}):
-            for x in self.by_buffer.get(buffer, ()):
-                if x.op.engine == engine and x.op.name not in seen:
-                    seen.add(x.op.name)
-                    out += [(x, pair) for pair in self.conflicts(x.op, y.op)]
-        return sorted(out, key=lambda xp: self.order[xp[0].op.name])
-
-
-def site_facts(ctx: "Context", y: Site) -> Facts:
-    """Parameters at or above their lower bounds, and y's loop ranges and guards."""
-    session, program = ctx.session, ctx.program
-    env = {p.name: session.var(p.name) for p in program.params}
-    for loop in y.loops:
-        env[loop.var] = session.var(loop.var)
-    return session.facts([env[p.name] >= p.lower for p in program.params] + domain(y, env, session.ctx))
-
-
-def iters_facts(ctx: "Context", y: Site, facts: Facts, node) -> Facts:
-    """The facts plus what is known of each tracked count `node` mentions, at y
-    (its closed form where one exists, else its sign)."""
-    wanted = sorted(_iters_vars(node))
-    if not wanted:
-        return facts
-    params = {p.name: Var(p.name) for p in ctx.program.params}
-    values = {l.var: Var(l.var) for l in y.loops}
-    inside = {l.var for l in y.loops}
-    extra = []
-    for var in wanted:
-        extra.append(facts.session.iters(var) >= (1 if var in inside else 0))
-        try:
-            count = count_upto(ctx.program.body, params, y.trail, values, frozenset([loop_target(var)]), facts, ctx.prefix)
-            extra.append(facts.session.iters(var) == facts.z(count))
-        except Unsupported:
-            pass
-    return facts.with_(*extra)
-
-
-def _iters_vars(node) -> set:
-    match node:
-        case Iters(var=var):
-            return {var}
-        case Const() | Var():
-            return set()
-        case Neg(operand=a) | Not(operand=a):
-            return _iters_vars(a)
-        case IfExpr(cond=c, then=a, else_=b):
-            return _iters_vars(c) | _iters_vars(a) | _iters_vars(b)
-        case _:
-            return _iters_vars(node.left) | _iters_vars(node.right)
-
-
-# --------------------------------------------------------------- counting
-
-
-def _iters_count(ctx: "Context", y: Site, x_site: Site, facts: Facts):
-    """Instances of x_site's op before y (program order), from tracked counts; x_site
-    is in the top-level statement that holds y."""
-    program = ctx.program
-    depth = common_depth(x_site, y)
-    loop_steps = [n for n, s in enumerate(x_site.trail[:-1]) if isinstance(s.stmt, For)]
-    if not loop_steps:
-        if static_order(x_site, y) != "before":
-            return Const(0)
-        guards = [g.cond if b else Not(g.cond) for g, b in x_site.guards]
-        return simplify(IfExpr(conjoin(guards), Const(1), Const(0))) if guards else Const(1)
-    inner = loop_steps[-1]
-    if any(isinstance(s.stmt, If) for s in x_site.trail[inner + 1:-1]):
-        env = {p.name: Var(p.name) for p in program.params}
-        values = {l.var: Var(l.var) for l in y.loops}
-        return count_upto(program.body, env, y.trail, values, frozenset([x_site.op.name]), facts, ctx.prefix)
-    loop = x_site.trail[inner].stmt
-    current = inner < depth and static_order(x_site, y) == "after"
-    return simplify(BinOp("-", Iters(loop.var), Const(1 if current else 0)))
-
-
-def count_before_y(ctx: "Context", y: Site, targets: list[Site], facts: Facts):
-    """F-instances before y: the top-level statements before y's in closed form, and
-    the ops of y's own top-level statement from tracked counts."""
-    top = y.trail[0].index
-    names = ctx.names(targets)
-    total = ctx.prefix.before(top, names)
-    for x_site in ctx.in_statement(targets, top):
-        total = BinOp("+", total, _iters_count(ctx, y, x_site, facts))
-    return simplify(total)
-
-
-def _candidate_count(ctx: "Context", x: Site, y: Site, candidate: Candidate, targets: list[Site], facts: Facts):
-    """F-instances up to and including the candidate, in the cheaper of two exact forms:
-    counted from the program start (closed form over loop indices), or counted back
-    from y (tracked counts at y minus the instances between the candidate and y)."""
-    program = ctx.program
-    names = ctx.names(targets)
-    at_facts = facts.with_(facts.z(candidate.condition))
-    forms = []
-    closed = None
-    try:
-        env = {p.name: Var(p.name) for p in program.params}
-        closed = simplify(BinOp("+", count_upto(program.body, env, x.trail, candidate.values, names, at_facts, ctx.prefix), Const(1)))
-        forms.append(closed)
-    except Unsupported:
-        pass
-    depth = candidate.depth
-    body = body_at(program, y.trail, depth)
-    env = {p.name: Var(p.name) for p in program.params}
-    for step in y.trail[:depth]:
-        if isinstance(step.stmt, For):
-            env[step.stmt.var] = Var(step.stmt.var)
-    y_values = {l.var: Var(l.var) for l in y.loops}
-    try:
-        span = _constant_distance_span(x, y, candidate, env, names, facts, at_facts, y_values)
-        if span is not None:
-            before_y = count_before_y(ctx, y, targets, facts)
-            forms.append(simplify(BinOp("-", before_y, span)))
-    except Unsupported:
-        pass
-    try:
-        upto_x = count_upto(body, env, x.trail[depth:], candidate.values, names, at_facts, ctx.prefix)
-        upto_y = count_upto(body, env, y.trail[depth:], y_values, names, facts, ctx.prefix)
-        before_y = count_before_y(ctx, y, targets, facts)
-        forms.append(simplify(BinOp("+", BinOp("-", before_y, BinOp("-", upto_y, upto_x)), Const(1))))
-    except Unsupported:
-        if not forms:
-            raise
-    return min(forms, key=_cost), closed
-
-
-MAX_UNROLLED_DISTANCE = 8
-
-
-def _constant_distance_span(x: Site, y: Site, candidate: Candidate, env, names, facts, at_facts, y_values):
-    """Instances strictly between the candidate and y when the candidate lies a
-    constant d iterations back in a common loop: the rest of its iteration, the d - 1
-    whole iterations in between and y's iteration up to y; no sum over a range, so
-    per-iteration counts need no closed-form sum (e.g. `0..min(i, M)` inner loops)."""
-    depth = candidate.depth
-    loop = y.trail[depth].stmt
-    if not isinstance(loop, For) or depth >= len(x.trail) - 1 or x.trail[depth].stmt is not loop:
-        return None
-    var = loop.var
-    from algorithm.threshold.counting import tidy
-
-    distance = tidy(BinOp("-", Var(var), candidate.values[var]), at_facts)
-    if not isinstance(distance, Const) or not 1 <= distance.value <= MAX_UNROLLED_DISTANCE:
-        return None
-    at = lambda value: {**env, var: value}
-    u = candidate.values[var]
-    after_x = BinOp("-", BinOp("-", full_count(loop.body, at(u), names, at_facts),
-                               count_upto(loop.body, at(u), x.trail[depth + 1:], candidate.values, names, at_facts)),
-                    Const(1))
-    between = Const(0)
-    for back in range(1, distance.value):
-        value = simplify(BinOp("-", Var(var), Const(back)))
-        between = BinOp("+", between, full_count(loop.body, at(value), names, at_facts))
-    head = count_upto(loop.body, at(Var(var)), y.trail[depth + 1:], y_values, names, facts)
-    return simplify(BinOp("+", BinOp("+", after_x, between), head))
-
-
-def _cost(node) -> tuple:
-    """Run-time cost of a threshold: polynomial degree first, then operations."""
-    from semantics.printer import print_expr
-
-    def degree(n) -> int:
-        match n:
-            case BinOp(op="*", left=a, right=b):
-                return degree(a) + degree(b)
-            case BinOp(left=a, right=b) | Min(left=a, right=b) | Max(left=a, right=b):
-                return max(degree(a), degree(b))
-            case Neg(operand=a):
-                return degree(a)
-            case IfExpr(then=a, else_=b):
-                return max(degree(a), degree(b))
-            case Var() | Iters():
-                return 1
-        return 0
-
-    text = print_expr(node)
-    return (degree(node), sum(text.count(op) for op in ("+", "-", "*", "//", "%", "min", "max", "if")), len(text))
-
-
-def closed_iters(ctx: "Context", y: Site, node):
-    """Replace iters(v) of a loop that runs at most once (no enclosing loop) by its
-    closed form at y: v - lo + 1 inside the loop, the trip count after it, 0 before it."""
-    wanted = _iters_vars(node)
-    if not wanted:
-        return node
-    inside = {s.stmt.var for s in y.trail if isinstance(s.stmt, For)}
-    top = ctx.top_loops
-    env = {}
-    for var in wanted:
-        if var not in top:
-            continue
-        index, loop = top[var]
-        if var in inside:
-            env[var] = BinOp("+", BinOp("-", Var(var), loop.lo), Const(1))
-        elif index < y.trail[0].index:
-            env[var] = Max(Const(0), BinOp("-", loop.hi, loop.lo))
-        else:
-            env[var] = Const(0)
-    return _subst_iters(node, env)
-
-
-def _subst_iters(node, env):
-    match node:
-        case Iters(var=var):
-            return env.get(var, node)
-        case Const() | Var():
-            return node
-        case BinOp(op=op, left=a, right=b):
-            return BinOp(op, _subst_iters(a, env), _subst_iters(b, env))
-        case Neg(operand=a):
-            return Neg(_subst_iters(a, env))
-        case Min(left=a, right=b) | Max(left=a, right=b):
-            return type(node)(_subst_iters(a, env), _subst_iters(b, env))
-        case IfExpr(cond=c, then=a, else_=b):
-            return IfExpr(c, _subst_iters(a, env), _subst_iters(b, env))
-    raise TypeError(node)
-
-
-def tidy_threshold(t, facts: Facts):
-    """Simplify a threshold; values <= 0 all mean 'always holds', so they merge."""
-    from algorithm.threshold.counting import tidy
-
-    t = tidy(t, facts)
-    if facts.proves(facts.z(t) <= 0):
-        return Const(0)
-    t = _push_into_branches(t)
-    match t:
-        case IfExpr(cond=c, then=a, else_=b):
-            zc = facts.z(c)
-            yes, no = facts.with_(zc), facts.with_(z3.Not(zc))
-            a, b = tidy_threshold(a, yes), tidy_threshold(b, no)
-            if no.proves(facts.z(a) == facts.z(b)) or (no.proves(facts.z(a) <= 0) and no.proves(facts.z(b) <= 0)):
-                return a
-            if yes.proves(facts.z(a) == facts.z(b)) or (yes.proves(facts.z(a) <= 0) and yes.proves(facts.z(b) <= 0)):
-                return b
-            return IfExpr(c, a, b)
-        case Max(left=a, right=b):
-            a, b = tidy_threshold(a, facts), tidy_threshold(b, facts)
-            if facts.proves(facts.z(a) <= facts.z(b)) or facts.proves(facts.z(a) <= 0):
-                return b
-            if facts.proves(facts.z(b) <= facts.z(a)) or facts.proves(facts.z(b) <= 0):
-                return a
-            for one, other in ((a, b), (b, a)):  # max(k, if c then p else q) = if c then max(k, p) else max(k, q)
-                if isinstance(other, IfExpr) and not isinstance(one, IfExpr):
-                    return tidy_threshold(IfExpr(other.cond, Max(one, other.then), Max(one, other.else_)), facts)
-            return Max(a, b)
-    return t
-
-
-def _push_into_branches(t):
-    """rest + (if c then a else b)  =>  if c then rest + a else rest + b."""
-    from semantics.simplify import expr as lin_expr, linear
-
-    lin = linear(t)
-    branches = [(k, c) for k, c in lin.items() if k is not None and len(k) == 1 and isinstance(k[0], IfExpr)]
-    if len(branches) != 1 or len(lin) == 1 and abs(branches[0][1]) == 1:
-        return t
-    (mono, coef), = branches
-    rest = lin_expr({k: c for k, c in lin.items() if k != mono})
-    ite = mono[0]
-    scale = lambda e: BinOp("*", Const(coef), e)
-    return IfExpr(ite.cond, simplify(BinOp("+", rest, scale(ite.then))), simplify(BinOp("+", rest, scale(ite.else_))))
-
-
 def keep_z3_small(n: int, ctx: "Context") -> None:
     """Before the n-th op of a pass over a program: a fresh Z3 context in the pass's
     session every RENEW_AFTER_OPS ops (facts.py), and the context's own Z3 facts
@@ -392,6 +84,7 @@ def keep_z3_small(n: int, ctx: "Context") -> None:
     if n and n % RENEW_AFTER_OPS == 0:
         ctx.session.renew()
         ctx.prefix.refresh_facts()
+        ctx.before.clear()
 
 
 def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
@@ -431,7 +124,7 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
                         if dominant and n < len(candidates) - 1:
                             sources.append((x, candidate))  # masked by the first: never counted
                             continue
-                        count, closed = _candidate_count(ctx, x, y, candidate, targets, facts)
+                        count, closed = candidate_count(ctx, x, y, candidate, targets, facts)
                         part = IfExpr(candidate.condition, count, part)
                         closed_part = None if closed is None or closed_part is None else IfExpr(candidate.condition, closed, closed_part)
                         sources.append((x, candidate))

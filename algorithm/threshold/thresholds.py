@@ -1,0 +1,232 @@
+"""The threshold of one wait as an expression: the count of producer-engine instances
+up to a candidate (`candidate_count`, in the cheapest of several exact forms), the
+count before the consumer (`count_before_y`, the conservative fallback), and the
+tidying of the result under the facts at the consumer (`tidy_threshold`,
+`closed_iters`)."""
+
+from __future__ import annotations
+
+import z3
+
+from semantics.context import Site, common_depth, static_order
+from semantics.ir import BinOp, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var
+from algorithm.threshold.candidates import Candidate, conjoin
+from algorithm.threshold.context import Context, body_at, iters_vars
+from algorithm.threshold.counting import Facts, Unsupported, count_upto, full_count
+from semantics.simplify import simplify
+
+
+def _iters_count(ctx: "Context", y: Site, x_site: Site, facts: Facts):
+    """Instances of x_site's op before y (program order), from tracked counts; x_site
+    is in the top-level statement that holds y."""
+    program = ctx.program
+    depth = common_depth(x_site, y)
+    loop_steps = [n for n, s in enumerate(x_site.trail[:-1]) if isinstance(s.stmt, For)]
+    if not loop_steps:
+        if static_order(x_site, y) != "before":
+            return Const(0)
+        guards = [g.cond if b else Not(g.cond) for g, b in x_site.guards]
+        return simplify(IfExpr(conjoin(guards), Const(1), Const(0))) if guards else Const(1)
+    inner = loop_steps[-1]
+    if any(isinstance(s.stmt, If) for s in x_site.trail[inner + 1:-1]):
+        env = {p.name: Var(p.name) for p in program.params}
+        values = {l.var: Var(l.var) for l in y.loops}
+        return count_upto(program.body, env, y.trail, values, frozenset([x_site.op.name]), facts, ctx.prefix)
+    loop = x_site.trail[inner].stmt
+    current = inner < depth and static_order(x_site, y) == "after"
+    return simplify(BinOp("-", Iters(loop.var), Const(1 if current else 0)))
+
+
+def count_before_y(ctx: "Context", y: Site, targets: list[Site], facts: Facts):
+    """F-instances before y: the top-level statements before y's in closed form, and
+    the ops of y's own top-level statement from tracked counts."""
+    key = (y.op.name, id(targets), facts._key)
+    hit = ctx.before.get(key)
+    if hit is not None and hit[0] is targets:
+        return hit[1]
+    top = y.trail[0].index
+    names = ctx.names(targets)
+    total = ctx.prefix.before(top, names)
+    for x_site in ctx.in_statement(targets, top):
+        total = BinOp("+", total, _iters_count(ctx, y, x_site, facts))
+    result = simplify(total)
+    ctx.before[key] = (targets, result, facts.assertions)  # the assertions stay alive while their ids are keys
+    return result
+
+
+def candidate_count(ctx: "Context", x: Site, y: Site, candidate: Candidate, targets: list[Site], facts: Facts):
+    """F-instances up to and including the candidate, in the cheaper of two exact forms:
+    counted from the program start (closed form over loop indices), or counted back
+    from y (tracked counts at y minus the instances between the candidate and y)."""
+    program = ctx.program
+    names = ctx.names(targets)
+    at_facts = facts.with_(facts.z(candidate.condition))
+    forms = []
+    closed = None
+    try:
+        env = {p.name: Var(p.name) for p in program.params}
+        closed = simplify(BinOp("+", count_upto(program.body, env, x.trail, candidate.values, names, at_facts, ctx.prefix), Const(1)))
+        forms.append(closed)
+    except Unsupported:
+        pass
+    depth = candidate.depth
+    body = body_at(program, y.trail, depth)
+    env = {p.name: Var(p.name) for p in program.params}
+    for step in y.trail[:depth]:
+        if isinstance(step.stmt, For):
+            env[step.stmt.var] = Var(step.stmt.var)
+    y_values = {l.var: Var(l.var) for l in y.loops}
+    try:
+        span = _constant_distance_span(x, y, candidate, env, names, facts, at_facts, y_values)
+        if span is not None:
+            before_y = count_before_y(ctx, y, targets, facts)
+            forms.append(simplify(BinOp("-", before_y, span)))
+    except Unsupported:
+        pass
+    try:
+        upto_x = count_upto(body, env, x.trail[depth:], candidate.values, names, at_facts, ctx.prefix)
+        upto_y = count_upto(body, env, y.trail[depth:], y_values, names, facts, ctx.prefix)
+        before_y = count_before_y(ctx, y, targets, facts)
+        forms.append(simplify(BinOp("+", BinOp("-", before_y, BinOp("-", upto_y, upto_x)), Const(1))))
+    except Unsupported:
+        if not forms:
+            raise
+    return min(forms, key=_cost), closed
+
+
+MAX_UNROLLED_DISTANCE = 8
+
+
+def _constant_distance_span(x: Site, y: Site, candidate: Candidate, env, names, facts, at_facts, y_values):
+    """Instances strictly between the candidate and y when the candidate lies a
+    constant d iterations back in a common loop: the rest of its iteration, the d - 1
+    whole iterations in between and y's iteration up to y; no sum over a range, so
+    per-iteration counts need no closed-form sum (e.g. `0..min(i, M)` inner loops)."""
+    depth = candidate.depth
+    loop = y.trail[depth].stmt
+    if not isinstance(loop, For) or depth >= len(x.trail) - 1 or x.trail[depth].stmt is not loop:
+        return None
+    var = loop.var
+    from algorithm.threshold.counting import tidy
+
+    distance = tidy(BinOp("-", Var(var), candidate.values[var]), at_facts)
+    if not isinstance(distance, Const) or not 1 <= distance.value <= MAX_UNROLLED_DISTANCE:
+        return None
+    at = lambda value: {**env, var: value}
+    u = candidate.values[var]
+    after_x = BinOp("-", BinOp("-", full_count(loop.body, at(u), names, at_facts),
+                               count_upto(loop.body, at(u), x.trail[depth + 1:], candidate.values, names, at_facts)),
+                    Const(1))
+    between = Const(0)
+    for back in range(1, distance.value):
+        value = simplify(BinOp("-", Var(var), Const(back)))
+        between = BinOp("+", between, full_count(loop.body, at(value), names, at_facts))
+    head = count_upto(loop.body, at(Var(var)), y.trail[depth + 1:], y_values, names, facts)
+    return simplify(BinOp("+", BinOp("+", after_x, between), head))
+
+
+def _cost(node) -> tuple:
+    """Run-time cost of a threshold: polynomial degree first, then operations."""
+    from semantics.printer import print_expr
+
+    def degree(n) -> int:
+        match n:
+            case BinOp(op="*", left=a, right=b):
+                return degree(a) + degree(b)
+            case BinOp(left=a, right=b) | Min(left=a, right=b) | Max(left=a, right=b):
+                return max(degree(a), degree(b))
+            case Neg(operand=a):
+                return degree(a)
+            case IfExpr(then=a, else_=b):
+                return max(degree(a), degree(b))
+            case Var() | Iters():
+                return 1
+        return 0
+
+    text = print_expr(node)
+    return (degree(node), sum(text.count(op) for op in ("+", "-", "*", "//", "%", "min", "max", "if")), len(text))
+
+
+def closed_iters(ctx: "Context", y: Site, node):
+    """Replace iters(v) of a loop that runs at most once (no enclosing loop) by its
+    closed form at y: v - lo + 1 inside the loop, the trip count after it, 0 before it."""
+    wanted = iters_vars(node)
+    if not wanted:
+        return node
+    inside = {s.stmt.var for s in y.trail if isinstance(s.stmt, For)}
+    top = ctx.top_loops
+    env = {}
+    for var in wanted:
+        if var not in top:
+            continue
+        index, loop = top[var]
+        if var in inside:
+            env[var] = BinOp("+", BinOp("-", Var(var), loop.lo), Const(1))
+        elif index < y.trail[0].index:
+            env[var] = Max(Const(0), BinOp("-", loop.hi, loop.lo))
+        else:
+            env[var] = Const(0)
+    return _subst_iters(node, env)
+
+
+def _subst_iters(node, env):
+    match node:
+        case Iters(var=var):
+            return env.get(var, node)
+        case Const() | Var():
+            return node
+        case BinOp(op=op, left=a, right=b):
+            return BinOp(op, _subst_iters(a, env), _subst_iters(b, env))
+        case Neg(operand=a):
+            return Neg(_subst_iters(a, env))
+        case Min(left=a, right=b) | Max(left=a, right=b):
+            return type(node)(_subst_iters(a, env), _subst_iters(b, env))
+        case IfExpr(cond=c, then=a, else_=b):
+            return IfExpr(c, _subst_iters(a, env), _subst_iters(b, env))
+    raise TypeError(node)
+
+
+def tidy_threshold(t, facts: Facts):
+    """Simplify a threshold; values <= 0 all mean 'always holds', so they merge."""
+    from algorithm.threshold.counting import tidy
+
+    t = tidy(t, facts)
+    if facts.proves(facts.z(t) <= 0):
+        return Const(0)
+    t = _push_into_branches(t)
+    match t:
+        case IfExpr(cond=c, then=a, else_=b):
+            zc = facts.z(c)
+            yes, no = facts.with_(zc), facts.with_(z3.Not(zc))
+            a, b = tidy_threshold(a, yes), tidy_threshold(b, no)
+            if no.proves(facts.z(a) == facts.z(b)) or (no.proves(facts.z(a) <= 0) and no.proves(facts.z(b) <= 0)):
+                return a
+            if yes.proves(facts.z(a) == facts.z(b)) or (yes.proves(facts.z(a) <= 0) and yes.proves(facts.z(b) <= 0)):
+                return b
+            return IfExpr(c, a, b)
+        case Max(left=a, right=b):
+            a, b = tidy_threshold(a, facts), tidy_threshold(b, facts)
+            if facts.proves(facts.z(a) <= facts.z(b)) or facts.proves(facts.z(a) <= 0):
+                return b
+            if facts.proves(facts.z(b) <= facts.z(a)) or facts.proves(facts.z(b) <= 0):
+                return a
+            for one, other in ((a, b), (b, a)):  # max(k, if c then p else q) = if c then max(k, p) else max(k, q)
+                if isinstance(other, IfExpr) and not isinstance(one, IfExpr):
+                    return tidy_threshold(IfExpr(other.cond, Max(one, other.then), Max(one, other.else_)), facts)
+            return Max(a, b)
+    return t
+
+
+def _push_into_branches(t):
+    """rest + (if c then a else b)  =>  if c then rest + a else rest + b."""
+    from semantics.simplify import expr as lin_expr, linear
+
+    lin = linear(t)
+    branches = [(k, c) for k, c in lin.items() if k is not None and len(k) == 1 and isinstance(k[0], IfExpr)]
+    if len(branches) != 1 or len(lin) == 1 and abs(branches[0][1]) == 1:
+        return t
+    (mono, coef), = branches
+    rest = lin_expr({k: c for k, c in lin.items() if k != mono})
+    ite = mono[0]
+    scale = lambda e: BinOp("*", Const(coef), e)
+    return IfExpr(ite.cond, simplify(BinOp("+", rest, scale(ite.then))), simplify(BinOp("+", rest, scale(ite.else_))))
