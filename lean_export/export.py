@@ -19,6 +19,7 @@ import attrs
 
 from algorithm.registry import get_strategy
 from semantics.errors import UsageError
+from semantics.errors import KernelError
 from semantics.ir import Program, op_has_range, ops, peer_clause
 
 from lean_export.printer import base_name, camel_name, lean_program, lean_valuation, module_name, valuation_suffix
@@ -139,6 +140,10 @@ def library_text(module: str) -> str:
 def _refuse_unsupported(program: Program) -> None:
     """The Lean syntax has single-element accesses and literal latencies only: refuse
     rather than export a different program."""
+    for queue in program.queues:
+        # FILE:LINE:COL at the declaration (the CLI names the file).
+        raise KernelError(f"DMA queue '{queue.name}': the Lean export does not support DMA queues, triggers "
+                          "(`via`) or counter increments yet", queue.loc)
     for op in ops(program):
         where = f"line {op.loc.line}: " if op.loc else ""
         if op_has_range(op):

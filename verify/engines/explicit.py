@@ -23,7 +23,7 @@ from collections import deque
 from semantics.ir import Program
 from semantics.machines import COMPLETE, ISSUE, Counter, Reference
 from semantics.sequential import UnrollLimit, Unrolled, unroll
-from verify.engines.witness import witness_of
+from verify.engines.witness import range_check, witness_of
 from verify.verdicts import (  # noqa: F401 (InternalError: raised here, and imported from here by callers)
     SEVERITY, CheckOptions, CheckResult, EngineName, InternalError, ValuationResult, Verdict, Witness, finalise,
 )
@@ -114,7 +114,7 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: C
         except UnrollLimit as limit:
             result = ValuationResult(Verdict.UNKNOWN, 0, None, frozenset(), reason=f"instance limit: {limit}")
         else:
-            result = explore(unrolled, options, deadline, on_progress)
+            result = range_check(unrolled) or explore(unrolled, options, deadline, on_progress)
         total_states += result.states
         done += 1
         for found in result.findings:

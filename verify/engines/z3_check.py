@@ -41,7 +41,7 @@ import attrs
 import z3
 
 from semantics.errors import KernelError, UsageError
-from semantics.ir import Program, peer_clause
+from semantics.ir import Program, peer_clause, uses_queues
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import UnrollLimit, unroll
 
@@ -220,6 +220,11 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
         where = f" (line {clause.loc.line})" if clause.loc else ""
         raise UsageError(f"the z3 engine does not support the peer clause '{clause.kind}'{where}: "
                          f"check this program with --engine explicit")
+    if uses_queues(program):
+        # The Z3 machines have no triggers and count by one: refuse rather than answer wrongly.
+        queue = program.queues[0]
+        raise UsageError(f"the z3 engine does not support DMA queues (`queue {queue.name}`, line "
+                         f"{queue.loc.line if queue.loc else '?'}): check this program with --engine explicit")
     start = time.monotonic()
     deadline = start + options.timeout if options.timeout else None
     every = valuations(bounds)
