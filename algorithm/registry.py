@@ -10,6 +10,8 @@ import attrs
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
 
+from algorithm.queues import refuse_queues, semaphores, with_queues
+
 
 @attrs.frozen
 class SyncResult:
@@ -28,6 +30,7 @@ def _counts(program: Program) -> dict:
         "waits": sum(len(s.waits) for s in stmts if isinstance(s, Op)),
         "barriers": sum(1 for s in stmts if isinstance(s, Barrier)),
     }
+    counts["semaphores"] = semaphores(program)
     syncs = [c.kind for s in stmts if isinstance(s, Op) for c in s.syncs]
     for kind in dict.fromkeys(syncs):
         counts[kind] = syncs.count(kind)
@@ -56,6 +59,8 @@ def sync_threshold(program: Program, conflicts=None) -> SyncResult:
 
     conflicts = conflicts or conflicting_pairs
     program = _without_peer_clauses(program)
+    if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
+        return with_queues(lambda view: sync_threshold(view, conflicts), program)
     plan = plan_thresholds(program, conflicts)
     uncounted = [e for e in plan.entries if e.threshold is None]
     if uncounted:
@@ -91,6 +96,8 @@ def _sync_barrier(program: Program) -> SyncResult:
     from algorithm.barrier import apply_barrier_plan, plan_barrier
 
     program = _without_peer_clauses(program)
+    if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
+        return with_queues(_sync_barrier, program)
     plan = plan_barrier(program)  # planned once: it is the costly part
     synced = apply_barrier_plan(program, plan)
     return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan.dependence_pairs,
@@ -102,6 +109,7 @@ def _sync_barrier(program: Program) -> SyncResult:
 def _sync_snax_barrier(program: Program) -> SyncResult:
     from algorithm.snax_barrier import snax_barrier
 
+    refuse_queues(program, "snax-barrier")
     synced = snax_barrier(program)
     return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
 
@@ -109,6 +117,7 @@ def _sync_snax_barrier(program: Program) -> SyncResult:
 def _sync_flags(program: Program) -> SyncResult:
     from algorithm.flags import flags
 
+    refuse_queues(program, "flags")
     synced, stats = flags(program)
     return SyncResult(synced, {"strategy": "flags", **_counts(synced), **stats})
 
@@ -116,6 +125,7 @@ def _sync_flags(program: Program) -> SyncResult:
 def _sync_tokens(program: Program) -> SyncResult:
     from algorithm.tokens import tokens
 
+    refuse_queues(program, "tokens")
     synced, stats = tokens(program)
     return SyncResult(synced, {"strategy": "tokens", **_counts(synced), **stats})
 
@@ -130,7 +140,7 @@ def barrier(program: Program) -> Program:
     """The barrier baseline (algorithm/barrier.py)."""
     from algorithm.barrier import barrier as run
 
-    return run(_without_peer_clauses(program))
+    return _sync_barrier(program).program if program.queues else run(_without_peer_clauses(program))
 
 
 STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {
@@ -171,4 +181,6 @@ def stats_line(stats: dict) -> str:
         parts.append(f"{stats['local_barriers']} local barriers")
     if stats.get("conservative"):
         parts.append(f"{stats['conservative']} conservative (not exact)")
+    if "semaphores" in stats:
+        parts.append(f"{stats['semaphores']} semaphores")
     return ", ".join(parts)

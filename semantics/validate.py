@@ -10,7 +10,7 @@ from __future__ import annotations
 from semantics.errors import KernelError
 from semantics.ir import (
     And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min, Neg, Not,
-    Op, Or, Program, Var, index_exprs,
+    Op, Or, Program, Var, index_exprs, walk_stmts,
 )
 
 
@@ -47,6 +47,7 @@ def validate(program: Program, engine_locs: dict[str, Loc] | None = None) -> Non
             raise KernelError(f"parameter '{param.name}' has default {param.default}, below its lower bound "
                               f"{param.lower} (`param {param.name} >= {param.lower}`)", param.loc)
         params[param.name] = param.loc
+    _check_one_trigger_engine(program)
     loop_vars: dict[str, Loc | None] = {}
     _collect_loops(program.body, params, loop_vars)
     _check_body(program, program.body, frozenset(params), set(loop_vars), {})
@@ -70,6 +71,20 @@ def _collect_loops(body, params, loop_vars) -> None:
                 _collect_loops(stmt.else_, params, loop_vars)
             case Op() | Barrier():
                 pass
+
+
+def _check_one_trigger_engine(program: Program) -> None:
+    """A queue runs its transfers in trigger order; with one triggering engine that is
+    program order, which the semantics assumes (docs/design.md, "DMA triggered by a
+    compute engine")."""
+    first: dict[str, Op] = {}
+    for stmt in walk_stmts(program.body):
+        if isinstance(stmt, Op) and stmt.queue is not None:
+            seen = first.setdefault(stmt.queue, stmt)
+            if seen.engine != stmt.engine:
+                raise KernelError(f"queue '{stmt.queue}' is triggered from {seen.engine} (op '{seen.name}') and from "
+                                  f"{stmt.engine}: each DMA queue has one triggering engine, whose order is the "
+                                  "queue's FIFO order", stmt.loc)
 
 
 def _check_queue_use(program: Program, op: Op) -> None:
