@@ -182,5 +182,6 @@ def stats_line(stats: dict) -> str:
     if stats.get("conservative"):
         parts.append(f"{stats['conservative']} conservative (not exact)")
     if "semaphores" in stats:
-        parts.append(f"{stats['semaphores']} semaphores")
+        budget = f" (budget {stats['semaphore_budget']})" if "semaphore_budget" in stats else ""
+        parts.append(f"{stats['semaphores']} semaphores{budget}")
     return ", ".join(parts)
