@@ -42,6 +42,7 @@ import z3
 
 from semantics.errors import KernelError, UsageError
 from semantics.ir import Program, peer_clause, uses_queues
+from verify.engines.witness import range_check
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import UnrollLimit, unroll
 
@@ -254,7 +255,11 @@ def _check(program, bounds, options: Z3Options, deadline, every, result, run) ->
     usable, error, largest = [], None, 0
     for values in every:
         try:
-            largest = max(largest, len(unroll(program, values, limit=options.max_instances).instances))
+            unrolled = unroll(program, values, limit=options.max_instances)
+            largest = max(largest, len(unrolled.instances))
+            out_of_range = range_check(unrolled)  # the 32-bit range is part of soundness
+            if out_of_range is not None:
+                return result(Verdict.UNSOUND, out_of_range.witness, 0, True, covered=len(usable) + 1)
         except UnrollLimit as limit:
             return result(Verdict.BISIMILAR, None, 0, False, f"instance limit: {limit}")
         except KernelError as err:
