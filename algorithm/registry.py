@@ -50,6 +50,13 @@ def _without_peer_clauses(program: Program) -> Program:
     return attrs.evolve(program, body=map_ops(program.body, lambda op: attrs.evolve(op, syncs=())))
 
 
+def _on_queues(strategy, program: Program) -> SyncResult:
+    """`strategy` on a program with DMA queues (algorithm/queues.py), its counts redone
+    on the restored program."""
+    result = with_queues(strategy, program)
+    return attrs.evolve(result, stats={**result.stats, **_counts(result.program)})
+
+
 def sync_threshold(program: Program, conflicts=None) -> SyncResult:
     """The `threshold` strategy. `conflicts` replaces the dependence relation's access-pair
     test (default: semantics.symbolic.conflicting_pairs); only tests pass one, to build
@@ -60,7 +67,7 @@ def sync_threshold(program: Program, conflicts=None) -> SyncResult:
     conflicts = conflicts or conflicting_pairs
     program = _without_peer_clauses(program)
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
-        return with_queues(lambda view: sync_threshold(view, conflicts), program)
+        return _on_queues(lambda view: sync_threshold(view, conflicts), program)
     plan = plan_thresholds(program, conflicts)
     uncounted = [e for e in plan.entries if e.threshold is None]
     if uncounted:
@@ -97,7 +104,7 @@ def _sync_barrier(program: Program) -> SyncResult:
 
     program = _without_peer_clauses(program)
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
-        return with_queues(_sync_barrier, program)
+        return _on_queues(_sync_barrier, program)
     plan = plan_barrier(program)  # planned once: it is the costly part
     synced = apply_barrier_plan(program, plan)
     return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan.dependence_pairs,

@@ -32,6 +32,10 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
     if result.holds is not True:
         why = "the bounded check did not succeed" if result.holds is False else "the bounded check is unknown"
         return result, {"status": ProofStatus.SKIPPED, "reason": why}, []
+    if program.queues:  # refused, not attempted (docs/proofs.md): the bounded result stands
+        why = ("the program has DMA queues (`queue`, `via`): the all-values proof does not cover triggers, counter "
+               "increments or the signed 32-bit range")
+        return result, {"status": ProofStatus.SKIPPED, "reason": why}, [f"all parameter values: not attempted ({why})."]
     if not program.params and result.complete:
         return result, {"status": ProofStatus.PROVED, "property": args.property, "domain": {}, "obligations": [],
                         "reason": "no parameters: the bounded check covered the only valuation"}, \
