@@ -1,0 +1,156 @@
+"""DMA queues in the strategies (docs/design.md, "DMA triggered by a compute engine",
+"Counter increments"): the threshold strategy's waits equal thresholds brute-forced from
+element sets (never from the code under test), scaled by the increments; the verdicts of
+the DMA kernels match their `# expect:` lines; a strategy that forgets the increment is
+caught; strategies without a model of queues refuse them."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from algorithm.registry import get_strategy
+from semantics.errors import UsageError
+from semantics.ir import increments
+from semantics.parser import parse_file
+from semantics.sequential import unroll
+from verify.cli.main import main
+from verify.engines.explicit import check
+from verify.verdicts import CheckOptions, Verdict
+
+from tests.support.broken_strategies import forget_increment
+from tests.support.corpus import DMA_KERNELS, KERNELS_DIR, bounds_of, kernel_id
+from tests.test_corpus import expectations
+
+REFEREE = [p for p in DMA_KERNELS if p.stem in ("dma_trigger", "dma_gather")]
+
+
+def valuations(program, hi: int = 2):
+    import itertools
+
+    names = [p.name for p in program.params]
+    for combo in itertools.product(range(hi + 1), repeat=len(names)):
+        yield dict(zip(names, combo))
+
+
+def brute_thresholds(unrolled) -> dict[int, dict[int, int]]:
+    """Per waiting instance (a trigger, or an op on a compute engine) and counter F: the
+    semaphore value it must see, increment[F] * (1 + the last F-instance its data
+    instance depends on), by direct comparison of element sets. Counters the waiting
+    instance needs no wait on (its own engine, its transfer's queue) are left out."""
+    steps = increments(unrolled.program)
+    instances = unrolled.instances
+    out = {}
+    for y in instances:
+        if y.trigger >= 0:
+            continue  # a transfer waits through its trigger
+        data = instances[y.transfer] if y.is_trigger else y
+        need = {}
+        elements = dict(data.accesses)
+        for x in instances[: data.index]:
+            if x.is_trigger or x.engine in (y.engine, data.engine):
+                continue
+            if x.op.replica is not None and x.op.replica == data.op.replica:
+                continue
+            if any(e in elements and (w or elements[e]) for e, w in x.accesses):
+                need[x.engine] = max(need.get(x.engine, 0), steps[x.engine] * (x.local + 1))
+        out[y.index] = need
+    return out
+
+
+def threshold_mismatches(program, synced, hi: int = 2) -> list[str]:
+    """Where the evaluated waits of `synced` differ from the brute-forced thresholds."""
+    problems = []
+    engines = program.engines
+    for values in valuations(program, hi):
+        unrolled = unroll(synced, values)
+        for y_index, need in brute_thresholds(unrolled).items():
+            y = unrolled.instances[y_index]
+            got = {}
+            for engine, value in y.waits:
+                got[engine] = max(got.get(engine, 0), value)
+            got = {e: v for e, v in got.items() if v > 0 and e != y.engine}
+            if got != need:
+                show = lambda d: {engines[e]: v for e, v in sorted(d.items())}  # noqa: E731
+                problems.append(f"{values} {y.describe()}: waits {show(got)}, brute force {show(need)}")
+    return problems
+
+
+@pytest.mark.parametrize("path", REFEREE, ids=kernel_id)
+def test_threshold_waits_equal_brute_forced_thresholds_times_increment(path):
+    program = parse_file(str(path))
+    result = get_strategy("threshold")(program)
+    assert result.stats["dropped_redundant"] == 0  # else a brute-forced wait may be rightly absent
+    assert threshold_mismatches(program, result.program) == []
+
+
+@pytest.mark.parametrize("path", REFEREE, ids=kernel_id)
+def test_forgetting_the_increment_is_caught_by_the_referee_and_the_checker(path):
+    program = parse_file(str(path))
+    broken = forget_increment(program)
+    assert threshold_mismatches(program, broken)
+    # While a threshold asks for at most one completion it coincides with the scaled one
+    # (>= 1 completion is >= 1 on the semaphore); dma_gather's fix asks for 2 at i = 3.
+    bounds = tuple((p.name, 0, 4 if p.name == "N" else 1) for p in program.params)
+    result = check(broken, bounds, CheckOptions())
+    assert result.verdict == Verdict.UNSOUND
+
+
+def test_manual_waits_of_the_dma_kernels_are_the_threshold_strategys():
+    # The hand-written waits of kernels/dma_trigger.sync are what the referee expects too.
+    program = parse_file(str(KERNELS_DIR / "dma_trigger.sync"))
+    assert threshold_mismatches(program, program) == []
+
+
+@pytest.mark.parametrize("path", DMA_KERNELS, ids=kernel_id)
+def test_dma_kernel_verdicts_match_their_expectations(path, capsys):
+    wanted = expectations(path)
+    runs = [([], wanted[""][0])]
+    for line in wanted.get("-with", []):
+        args, verdict = line.split("=>")
+        runs.append((shlex.split(args), verdict.strip()))
+    for args, verdict in runs:
+        capsys.readouterr()
+        status = main(["verify", "--strategy", "manual", str(path), "--json", "--scope", "bounded", *args])
+        data = json.loads(capsys.readouterr().out)
+        assert data["verdict"] == verdict, (args, data.get("trace"))
+        assert status == (0 if verdict == "bisimilar" else 1)
+        if not args and "-param" in wanted:
+            expected = dict(kv.split("=") for kv in wanted["-param"][0].split(", "))
+            assert {k: str(v) for k, v in data["param"].items()} == expected
+
+
+@pytest.mark.parametrize("strategy", ["threshold", "barrier"])
+@pytest.mark.parametrize("path", REFEREE, ids=kernel_id)
+def test_counter_strategies_on_queues_are_sound(path, strategy):
+    program = parse_file(str(path))
+    synced = get_strategy(strategy)(program).program
+    assert synced.queues == program.queues
+    result = check(synced, bounds_of(program, 2), CheckOptions(property="soundness"))
+    assert result.holds, result.witness and result.witness.explanation
+    if strategy == "threshold":
+        assert result.verdict == Verdict.BISIMILAR
+
+
+@pytest.mark.parametrize("strategy", ["flags", "tokens", "snax-barrier"])
+def test_strategies_without_a_queue_model_refuse_queues(strategy):
+    with pytest.raises(UsageError, match="does not support DMA queues"):
+        get_strategy(strategy)(parse_file(str(KERNELS_DIR / "dma_trigger.sync")))
+
+
+def test_sync_statistics_count_semaphores_against_the_profile_budget(tmp_path, capsys):
+    profile = tmp_path / "tiny.toml"
+    profile.write_text('name = "tiny"\n[costs]\nsemaphore_budget = 3\n')
+    kernel = str(KERNELS_DIR / "dma_trigger.sync")
+    assert main(["sync", kernel]) == 0
+    err = capsys.readouterr().err
+    assert "4 semaphores (budget 256)" in err and "warning" not in err  # PE, ACT, q0, q1 are waited on
+    assert main(["sync", kernel, "--profile", str(profile)]) == 0
+    assert "warning: the program uses 4 semaphores, above the tiny budget of 3" in capsys.readouterr().err
+
+
+def test_verify_json_reports_the_semaphore_count(capsys):
+    main(["verify", str(KERNELS_DIR / "dma_trigger.sync"), "--json", "--scope", "bounded"])
+    assert json.loads(capsys.readouterr().out)["sync"]["semaphores"] == 4
