@@ -20,3 +20,14 @@ def test_lean_export_refuses_unsupported_features(tmp_path, line, what):
                          capture_output=True, text=True)
     assert run.returncode == 2 and what in run.stderr and "Traceback" not in run.stderr, run.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_lean_export_refuses_dma_queues_at_their_declaration(tmp_path):
+    # FILE:LINE:COL at the `queue` declaration, exit 2, nothing written (docs/proofs.md).
+    path = tmp_path / "k.sync"
+    path.write_text("engines A B\nqueue q increment 16\nA w via q writes a\nB r reads a\n")
+    run = subprocess.run([sys.executable, "-m", "verify.cli.main", "lean", str(path), "-o", str(tmp_path / "out")],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert f"{path}:2:7: error: DMA queue 'q': the Lean export does not support DMA queues" in run.stderr
+    assert not (tmp_path / "out").exists()
