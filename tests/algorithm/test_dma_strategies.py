@@ -15,13 +15,18 @@ import pytest
 from algorithm.registry import get_strategy
 from semantics.errors import UsageError
 from semantics.ir import increments
-from semantics.parser import parse_file
+from semantics.parser import parse, parse_file
+from semantics.printer import print_program
 from semantics.sequential import unroll
 from verify.cli.main import main
+from hypothesis import given
+
 from verify.engines.explicit import check
+from verify.search.generators import param_bounds
 from verify.verdicts import CheckOptions, Verdict
 
 from tests.support.broken_strategies import forget_increment
+from tests.support.budget import scaled
 from tests.support.corpus import DMA_KERNELS, KERNELS_DIR, bounds_of, kernel_id
 
 
@@ -164,3 +169,53 @@ def test_sync_statistics_count_semaphores_against_the_profile_budget(tmp_path, c
 def test_verify_json_reports_the_semaphore_count(capsys):
     main(["verify", str(KERNELS_DIR / "dma_trigger.sync"), "--json", "--scope", "bounded"])
     assert json.loads(capsys.readouterr().out)["sync"]["semaphores"] == 4
+
+
+# ------------------------------------------- generated programs with a DMA queue
+
+
+def _with_queue(program, increment: int):
+    """`program` with its last engine's ops turned into DMA ops triggered by its first
+    engine on a new queue `q` (one triggering engine, as validation requires)."""
+    import attrs
+
+    from semantics.ir import Queue, map_ops
+
+    first, last = program.engines[0], program.engines[-1]
+    body = map_ops(program.body, lambda op: attrs.evolve(op, engine=first, queue="q", waits=())
+                   if op.engine == last else attrs.evolve(op, waits=()))
+    return attrs.evolve(program, engines=program.engines[:-1] + ("q",), body=body,
+                        queues=(Queue("q", increment),))
+
+
+def _dma_programs():
+    from hypothesis import strategies as st
+
+    from verify.search.generators import programs
+
+    return st.tuples(programs(max_depth=2, engines=(3, 4), max_instances=10), st.sampled_from([1, 16]))
+
+
+@pytest.mark.slow  # ~10 s at the ci profile's 30 examples
+@scaled(0.5)
+@given(_dma_programs())
+def test_threshold_strategy_is_bisimilar_on_generated_programs_with_a_queue(case):
+    program = _with_queue(*case)
+    parse(print_program(program))  # a valid kernel
+    synced = get_strategy("threshold")(program).program
+    bounds = param_bounds(program, 2)
+    result = check(synced, bounds, CheckOptions())
+    assert result.verdict == Verdict.BISIMILAR, result.witness and result.witness.explanation
+    broken = check(forget_increment(program), bounds, CheckOptions())
+    if broken.verdict != Verdict.BISIMILAR:
+        assert case[1] > 1  # forgetting an increment of 1 changes nothing
+
+
+def test_generated_programs_with_a_queue_catch_the_forgotten_increment():
+    # The property above has teeth: on this generated-shape program (one DMA consumer
+    # needing two completions) forget_increment is unsound.
+    program = parse("engines A B\nqueue q increment 16\nparam N\nfor i in 0..N {\n"
+                    "  A t via q writes x[i]\n}\nB r reads x[0], x[1]\n")
+    bounds = (("N", 0, 2),)
+    assert check(get_strategy("threshold")(program).program, bounds, CheckOptions()).verdict == Verdict.BISIMILAR
+    assert check(forget_increment(program), bounds, CheckOptions()).verdict == Verdict.UNSOUND
