@@ -188,7 +188,4 @@ def stats_line(stats: dict) -> str:
         parts.append(f"{stats['local_barriers']} local barriers")
     if stats.get("conservative"):
         parts.append(f"{stats['conservative']} conservative (not exact)")
-    if "semaphores" in stats:
-        budget = f" (budget {stats['semaphore_budget']})" if "semaphore_budget" in stats else ""
-        parts.append(f"{stats['semaphores']} semaphores{budget}")
     return ", ".join(parts)

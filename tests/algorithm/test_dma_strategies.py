@@ -161,7 +161,7 @@ def test_sync_statistics_count_semaphores_against_the_profile_budget(tmp_path, c
     kernel = str(KERNELS_DIR / "dma_trigger.sync")
     assert main(["sync", kernel]) == 0
     err = capsys.readouterr().err
-    assert "4 semaphores (budget 256)" in err and "warning" not in err  # PE, ACT, q0, q1 are waited on
+    assert "sync: 4 semaphores used, budget 256 (profile trainium)" in err and "warning" not in err  # PE ACT q0 q1
     assert main(["sync", kernel, "--profile", str(profile)]) == 0
     assert "warning: the program uses 4 semaphores, above the tiny budget of 3" in capsys.readouterr().err
 

@@ -101,8 +101,9 @@ def _cmd_sync(args) -> int:
     result = get_strategy(args.strategy)(program)
     text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
     profile = load_profile(args.profile)
-    result.stats["semaphore_budget"] = profile.semaphore_budget
     print(stats_line(result.stats), file=sys.stderr)
+    print(f"sync: {result.stats['semaphores']} semaphores used, budget {profile.semaphore_budget} "
+          f"(profile {profile.name})", file=sys.stderr)
     if result.stats["semaphores"] > profile.semaphore_budget:
         print(f"sync: warning: the program uses {result.stats['semaphores']} semaphores, above the "
               f"{profile.name} budget of {profile.semaphore_budget}", file=sys.stderr)
