@@ -14,7 +14,7 @@ import pytest
 
 from algorithm.registry import get_strategy
 from semantics.errors import UsageError
-from semantics.ir import increments
+from semantics.ir import increments, ops
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
 from semantics.sequential import unroll
@@ -141,8 +141,11 @@ def test_dma_kernel_verdicts_match_their_expectations(path, capsys):
 @pytest.mark.parametrize("path", REFEREE, ids=kernel_id)
 def test_counter_strategies_on_queues_are_sound(path, strategy):
     program = parse_file(str(path))
-    synced = get_strategy(strategy)(program).program
-    assert synced.queues == program.queues
+    result = get_strategy(strategy)(program)
+    synced = result.program
+    assert synced.queues == program.queues  # regression: the planned view had dropped them
+    # regression: the counts were taken before the waits on the trigger's own engine were dropped
+    assert result.stats["waits"] == sum(len(op.waits) for op in ops(synced))
     result = check(synced, bounds_of(program, 2), CheckOptions(property="soundness"))
     assert result.holds, result.witness and result.witness.explanation
     if strategy == "threshold":

@@ -68,8 +68,9 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
             which += f" under the kernel's assumptions ({', '.join(proof.assumptions)})"
         if narrowed:
             which += f" with {narrowed} (from --param)"
-        return result, data, [f"all parameter values: proved ({proved} obligations, {proof.seconds:.1f} s): "
-                              f"the {args.property} property holds for {which}, not only within the bounds."]
+        lines = [f"all parameter values: proved ({proved} obligations, {proof.seconds:.1f} s): "
+                 f"the {args.property} property holds for {which}, not only within the bounds."]
+        return result, data, lines + ([proof.int32.text()] if proof.int32 is not None else [])
     if proof.status == ProofStatus.REFUTED:
         return proof.counterexample, data, [f"all parameter values: refuted outside the bounds: {proof.reason}; "
                                             "the counterexample below is at that valuation."]

@@ -47,6 +47,7 @@ from semantics.ir import Barrier, Op, Program, op_has_range, walk_stmts
 from semantics.symbolic import conflicting_pairs
 
 from verify.proof.counts import Unsupported
+from verify.proof.int32 import RangeLimit, range_limit
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
     FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, divisors, domain_lower, loop_sites,
@@ -63,13 +64,17 @@ class Proof:
     seconds: float = 0.0
     lower: tuple = ()  # the domain: (name, lowest value) per parameter, no upper bound
     assumptions: tuple[str, ...] = ()  # the kernel's declared lower bounds, as `K >= 1`
+    # When proved: up to which parameter values counters and thresholds stay in the signed
+    # 32-bit range (verify/proof/int32.py); the obligations assume unbounded counters.
+    int32: RangeLimit | None = None
 
     def to_json(self) -> dict:
         return {"status": self.status, "property": self.property, "reason": self.reason,
                 "domain": {name: [lo, None] for name, lo in self.lower},
                 "assumptions": list(self.assumptions),
                 "seconds": round(self.seconds, 3),
-                "obligations": [o.to_json() for o in self.obligations]}
+                "obligations": [o.to_json() for o in self.obligations],
+                **({"int32_range": self.int32.to_json()} if self.int32 is not None else {})}
 
 
 # ---------------------------------------------------------------------- driver
@@ -141,7 +146,8 @@ def _prove(program: Program, options: ProofOptions, deadline: float | None) -> P
                      seconds=time.monotonic() - began)
 
     if all(o.status == PROVED for o in obligations):
-        return Proof(PROVED, options.property, tuple(obligations), seconds=time.monotonic() - began)
+        limit = range_limit(prover, domain_lower(program, options))
+        return Proof(PROVED, options.property, tuple(obligations), seconds=time.monotonic() - began, int32=limit)
 
     # A satisfiable query names a valuation; the explicit engine decides it there.
     checked: dict[tuple, object] = {}
