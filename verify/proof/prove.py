@@ -109,8 +109,25 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     except DeadlineReached:
         proof = Proof(UNKNOWN, options.property, reason=f"the proof's time budget of {options.timeout:g} s ran out",
                       seconds=time.monotonic() - began)
+    if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
+        proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline))
     return attrs.evolve(proof, lower=tuple((p.name, lower[p.name]) for p in program.params),
                         assumptions=assumptions(program))
+
+
+def _range(program: Program, options: ProofOptions, lower: dict, deadline: float | None) -> RangeLimit:
+    """verify/proof/int32.py within what is left of the proof's budget."""
+    from verify.engines.deadline import DeadlineReached, interrupt_at
+
+    left = None if deadline is None else deadline - time.monotonic()
+    out_of_time = RangeLimit("unknown", reason="the proof's time budget ran out")
+    if left is not None and left <= 0:
+        return out_of_time
+    try:
+        with interrupt_at(deadline):
+            return range_limit(Prover(program, attrs.evolve(options, timeout=left)), lower)
+    except DeadlineReached:
+        return out_of_time
 
 
 def assumptions(program: Program) -> tuple[str, ...]:
@@ -146,8 +163,7 @@ def _prove(program: Program, options: ProofOptions, deadline: float | None) -> P
                      seconds=time.monotonic() - began)
 
     if all(o.status == PROVED for o in obligations):
-        limit = range_limit(prover, domain_lower(program, options))
-        return Proof(PROVED, options.property, tuple(obligations), seconds=time.monotonic() - began, int32=limit)
+        return Proof(PROVED, options.property, tuple(obligations), seconds=time.monotonic() - began)
 
     # A satisfiable query names a valuation; the explicit engine decides it there.
     checked: dict[tuple, object] = {}
