@@ -85,23 +85,24 @@ def _to_z3(node, env, iters, cache, ctx=None):
     raise TypeError(f"cannot encode {node!r}")
 
 
-def param_env(program: Program) -> dict[str, z3.ArithRef]:
-    return {p.name: z3.Int(p.name) for p in program.params}
+def param_env(program: Program, ctx: z3.Context | None = None) -> dict[str, z3.ArithRef]:
+    return {p.name: z3.Int(p.name, ctx) for p in program.params}
 
 
-def params_nonnegative(program: Program):
+def params_nonnegative(program: Program, ctx: z3.Context | None = None):
     """The parameters' assumptions: each at least its declared lower bound (0 if none)."""
-    return [z3.Int(p.name) >= p.lower for p in program.params]
+    return [z3.Int(p.name, ctx) >= p.lower for p in program.params]
 
 
 param_assumptions = params_nonnegative
 
 
-def instance_env(site: Site, tag: str, base: Mapping[str, z3.ArithRef]) -> dict[str, z3.ArithRef]:
+def instance_env(site: Site, tag: str, base: Mapping[str, z3.ArithRef],
+                 ctx: z3.Context | None = None) -> dict[str, z3.ArithRef]:
     """Parameters from `base`, and one fresh integer per enclosing loop of `site`."""
     env = dict(base)
     for loop in site.loops:
-        env[loop.var] = z3.Int(f"{loop.var}@{tag}")
+        env[loop.var] = z3.Int(f"{loop.var}@{tag}", ctx)
     return env
 
 

@@ -103,17 +103,7 @@ def test_kernel_starts_with_explanatory_comment(path):
     assert first.startswith("#"), f"{_id(path)} must start with a comment block saying what it models"
 
 
-# The all-values proof still builds its queries in z3's default context; since the
-# strategies stopped resetting that context (issue 16), a proof run after other Z3 work in
-# the same process can answer `unknown` (Z3: "incomplete (theory difference-logic)")
-# where a fresh process proves it (`syncproof verify kernels/ring_buffer.sync`: proved).
-# Known defect, recorded in the session note: give the proof its own z3.Context.
-_HISTORY_DEPENDENT_PROOF = pytest.mark.xfail(
-    strict=False, reason="all-values proof in z3's shared default context: history-dependent unknown")
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, id=_id(p), marks=[_HISTORY_DEPENDENT_PROOF] if _id(p) in PROVED_ALL else [])
-                                  for p in KERNELS])
+@pytest.mark.parametrize("path", KERNELS, ids=_id)
 def test_kernel_verdict_matches_expectation(path, capsys):
     verdict = expected_verdict(path)
     assert verdict is not None, f"{_id(path)} has no '# expect: VERDICT' line"

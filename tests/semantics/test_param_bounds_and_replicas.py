@@ -165,8 +165,6 @@ def test_the_symbolic_conflict_of_replicas_is_false():
     assert z3.is_false(z3.simplify(conflict(by_name["g_A"], env, by_name["g_B"], env)))
 
 
-@pytest.mark.xfail(strict=False, reason="the all-values proof runs in z3's shared default context: after other "
-                   "Z3 work in the process it can answer unknown (known defect; a fresh process proves it)")
 def test_exact_waits_of_replicas_verify_on_every_engine_and_for_all_values(capsys, tmp_path):
     program = parse(REPLICAS)
     synced = get_strategy("threshold")(program).program

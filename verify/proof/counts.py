@@ -341,45 +341,45 @@ class Counter:
 # ------------------------------------------------------------------------- Z3
 
 
-def to_z3(pieces, names: dict, atoms: Atoms) -> z3.ArithRef:
-    """The Z3 integer term of a count; `names` maps symbol names to Z3 terms."""
+def to_z3(pieces, names: dict, atoms: Atoms, ctx: z3.Context | None = None) -> z3.ArithRef:
+    """The Z3 integer term of a count; `names` maps symbol names to Z3 terms (in `ctx`)."""
     terms = []
     for conds, value in pieces:
         num, den = sp.fraction(sp.together(value))
         den_value = int(den)
-        body = _poly_z3(sp.expand(num), names, atoms)
+        body = _poly_z3(sp.expand(num), names, atoms, ctx)
         if den_value != 1:
             body = body / den_value  # exact: the count is an integer where conds hold
-        guard = [_atom_z3(a, names, atoms) for a in conds]
-        terms.append(z3.If(z3.And(*guard), body, 0) if guard else body)
-    return z3.Sum(*terms) if terms else z3.IntVal(0)
+        guard = [_atom_z3(a, names, atoms, ctx) for a in conds]
+        terms.append(z3.If(z3.And(*guard), body, z3.IntVal(0, ctx)) if guard else body)
+    return z3.Sum(*terms) if terms else z3.IntVal(0, ctx)
 
 
-def _atom_z3(atom, names, atoms) -> z3.BoolRef:
+def _atom_z3(atom, names, atoms, ctx) -> z3.BoolRef:
     kind, e = atom
     num, den = sp.fraction(sp.together(e))
-    term = _poly_z3(sp.expand(num), names, atoms)  # den > 0: the sign is kept
+    term = _poly_z3(sp.expand(num), names, atoms, ctx)  # den > 0: the sign is kept
     return term >= 0 if kind == "ge" else term == 0
 
 
-def _poly_z3(e: sp.Expr, names, atoms) -> z3.ArithRef:
+def _poly_z3(e: sp.Expr, names, atoms, ctx) -> z3.ArithRef:
     if e.is_Integer:
-        return z3.IntVal(int(e))
+        return z3.IntVal(int(e), ctx)
     if e.is_Symbol:
         if e in atoms.defs:
             kind, dividend, divisor = atoms.defs[e]
-            x = _poly_z3(sp.expand(dividend), names, atoms)
-            return py_floordiv(x, z3.IntVal(divisor)) if kind == "fd" else py_mod(x, z3.IntVal(divisor))
+            x = _poly_z3(sp.expand(dividend), names, atoms, ctx)
+            return py_floordiv(x, z3.IntVal(divisor, ctx)) if kind == "fd" else py_mod(x, z3.IntVal(divisor, ctx))
         return names[e.name]
     if e.is_Add:
-        return z3.Sum(*[_poly_z3(a, names, atoms) for a in e.args])
+        return z3.Sum(*[_poly_z3(a, names, atoms, ctx) for a in e.args])
     if e.is_Mul:
-        out = z3.IntVal(1)
+        out = z3.IntVal(1, ctx)
         for a in e.args:
-            out = out * _poly_z3(a, names, atoms)
+            out = out * _poly_z3(a, names, atoms, ctx)
         return out
     if e.is_Pow and e.exp.is_Integer and e.exp > 0:
-        base = _poly_z3(e.base, names, atoms)
+        base = _poly_z3(e.base, names, atoms, ctx)
         out = base
         for _ in range(int(e.exp) - 1):
             out = out * base

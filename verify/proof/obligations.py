@@ -108,11 +108,27 @@ class Prover:
     def __init__(self, program: Program, options: ProofOptions):
         self.program = program
         self.options = options
-        self.terms = Terms(program)
+        # The proof's own Z3 context: its answers must not depend on what else the
+        # process asked Z3 before (z3's shared default context made them history-dependent).
+        self.ctx = z3.Context()
+        self.terms = Terms(program, self.ctx)
         self.depth = depth(program)
         self.start = time.monotonic()
         lower = domain_lower(program, options)
         self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
+
+    def either(self, *terms):
+        """A disjunction in the proof's context (z3.Or() of nothing would take the default one)."""
+        return z3.Or(*terms, self.ctx)
+
+    def domain(self, site: Site, env: dict) -> list:
+        return domain(site, env, self.ctx)
+
+    def precedes(self, x: Site, x_env: dict, y: Site, y_env: dict):
+        return precedes(x, x_env, y, y_env, self.ctx)
+
+    def conflict(self, x: Op, x_env: dict, y: Op, y_env: dict):
+        return conflict(x, x_env, y, y_env, self.ctx)
         self.dumped = 0
 
     def out_of_time(self) -> bool:
@@ -121,7 +137,7 @@ class Prover:
     def query(self, facts: list, name: str):
         """(PROVED, None) when the facts are unsat, (FAILED, valuation) when sat,
         (UNKNOWN, reason) otherwise."""
-        solver = z3.Solver()
+        solver = z3.Solver(ctx=self.ctx)
         budget = self.options.query_timeout_ms
         if self.options.timeout is not None:
             left = self.options.timeout - (time.monotonic() - self.start)
@@ -157,18 +173,18 @@ class Prover:
         env = self.terms.env(site, "d")
         node = site.op
         if isinstance(node, For):
-            bad = [to_z3(d, env) == 0 for d in bound_divisors(node)]
+            bad = [to_z3(d, env, ctx=self.ctx) == 0 for d in bound_divisors(node)]
             name = node.var
         else:
-            bad = [to_z3(d, env) == 0 for d in divisors(node)]
+            bad = [to_z3(d, env, ctx=self.ctx) == 0 for d in divisors(node)]
             name = node.name
-        return self._run(Obligation(ObligationKind.DEFINED, name), domain(site, env) + [z3.Or(*bad)])
+        return self._run(Obligation(ObligationKind.DEFINED, name), self.domain(site, env) + [self.either(*bad)])
 
     def sound(self, y: Site, engine: str, x: Site) -> Obligation:
         t = self.terms
         name = Obligation(ObligationKind.SOUND, y.op.name, engine, x.op.name)
         iy, jx = t.env(y, "y"), t.env(x, "x")
-        dep = domain(y, iy) + domain(x, jx) + [precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy)]
+        dep = self.domain(y, iy) + self.domain(x, jx) + [self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy)]
         own = t.threshold(y, engine, iy)
         # Stage 1: the last producer. When candidate instances w of x, themselves
         # producers of y, come at or after every producer (a query without counts,
@@ -176,19 +192,19 @@ class Prover:
         # and a later instance of one op never has a smaller local index. This keeps
         # the non-linear counts (products of trip counts) away from the quantified j.
         lasts = last_candidates(t, x, y, iy, self.depth)
-        producer = [z3.And(*domain(x, w), precedes(x, w, y, iy), conflict(x.op, w, y.op, iy)) for w in lasts]
-        covered = [z3.Not(z3.And(p, lex_le(x, jx, w))) for p, w in zip(producer, lasts)]
+        producer = [z3.And(*self.domain(x, w), self.precedes(x, w, y, iy), self.conflict(x.op, w, y.op, iy)) for w in lasts]
+        covered = [z3.Not(z3.And(p, lex_le(x, jx, w, self.ctx))) for p, w in zip(producer, lasts)]
         if self.query(dep + covered, "last")[0] == PROVED:
-            late = [z3.And(p, z3.Not(own >= t.local(x, engine, w) + 1) if own is not None else True)
+            late = [z3.And(p, z3.Not(own >= t.local(x, engine, w) + 1) if own is not None else z3.BoolVal(True, self.ctx))
                     for p, w in zip(producer, lasts)]
-            first = self._run(name, domain(y, iy) + [z3.Or(*late)])
+            first = self._run(name, self.domain(y, iy) + [self.either(*late)])
             if first.status == PROVED:
                 return first
             if all(self._completed(name, y, iy, x, w, [p], engine).status == PROVED
                    for p, w in zip(producer, lasts)):  # each candidate that is a producer, by a chain
                 return attrs.evolve(first, status=PROVED, model=None, reason=None)
         # Stage 2: every producer j, with its own local index: y's waits, then chains.
-        return self._completed(name, y, iy, x, jx, dep[len(domain(y, iy)):], engine)
+        return self._completed(name, y, iy, x, jx, dep[len(self.domain(y, iy)):], engine)
 
     def _completed(self, name: Obligation, y: Site, iy: dict, x: Site, jx: dict, facts: list,
                    engine: str) -> Obligation:
@@ -197,7 +213,7 @@ class Prover:
         t = self.terms
         lx = t.local(x, engine, jx)
         own = t.threshold(y, engine, iy)
-        base = domain(y, iy) + facts + [z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True)]
+        base = self.domain(y, iy) + facts + [z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True, self.ctx)]
         first = self._run(name, base)
         if first.status != FAILED:
             return first
@@ -239,7 +255,7 @@ class Prover:
                 before = self._before(z, kz, y, iy)
                 if before is None:
                     break
-                out.append(z3.Not(z3.And(*domain(z, kz), before, z3.Or(*self._cover(z, kz, engine, lx)))))
+                out.append(z3.Not(z3.And(*self.domain(z, kz), before, self.either(*self._cover(z, kz, engine, lx)))))
         for z1 in (sites if two_hops else []):
             if self._before(z1, self.terms.env(z1, "c"), y, iy) is None:
                 continue
@@ -251,15 +267,15 @@ class Prover:
                     for k2 in witnesses(self.terms, z2, [(z1, k1)] + anchors[1:], self.depth, TWO_HOP_WITNESSES):
                         if len(out) >= MAX_WITNESSED_CHAINS:
                             return out
-                        out.append(z3.Not(z3.And(*domain(z1, k1), first, *domain(z2, k2), self._before(z2, k2, z1, k1),
-                                                 z3.Or(*self._cover(z2, k2, engine, lx)))))
+                        out.append(z3.Not(z3.And(*self.domain(z1, k1), first, *self.domain(z2, k2), self._before(z2, k2, z1, k1),
+                                                 self.either(*self._cover(z2, k2, engine, lx)))))
         return out
 
     def _before(self, z: Site, kz: dict, u: Site, iu: dict):
         """z's instance has completed when u's may issue: in-order on one engine, or
         u waits on z's engine past z. None when u has no such wait."""
         if z.op.engine == u.op.engine:
-            return precedes(z, kz, u, iu)
+            return self.precedes(z, kz, u, iu)
         via = self.terms.threshold(u, z.op.engine, iu)
         return None if via is None else via >= self.terms.local(z, z.op.engine, kz) + 1
 
@@ -297,9 +313,9 @@ class Prover:
                     continue
                 facts, bound = [], []
                 for zi, ki, before in path[1:]:
-                    facts += domain(zi, ki) + [before]
+                    facts += self.domain(zi, ki) + [before]
                     bound += [ki[loop.var] for loop in zi.loops]
-                body = z3.Not(z3.And(*facts, z3.Or(*cover)))
+                body = z3.Not(z3.And(*facts, self.either(*cover)))
                 out.append(z3.ForAll(bound, body) if bound else body)
         return out
 
@@ -310,17 +326,17 @@ class Prover:
         iy = self.terms.env(y, "y")
         threshold = self.terms.wait_term(y, wait, iy)
         return self._run(Obligation(ObligationKind.LIVE, y.op.name, wait.engine),
-                         domain(y, iy) + [threshold > self.terms.local(y, wait.engine, iy)])
+                         self.domain(y, iy) + [threshold > self.terms.local(y, wait.engine, iy)])
 
     def exact(self, y: Site, wait) -> Obligation:
         t = self.terms
         iy = t.env(y, "y")
         threshold = t.wait_term(y, wait, iy)
-        facts = domain(y, iy) + [threshold >= 1]
+        facts = self.domain(y, iy) + [threshold >= 1]
         producers = [x for x in t.sites.values() if x.op.engine == wait.engine and conflicting_pairs(x.op, y.op)]
 
         def supplies(x, jx):
-            return z3.And(*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy),
+            return z3.And(*self.domain(x, jx), self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy),
                           t.local(x, wait.engine, jx) + 1 >= threshold)
 
         name = Obligation(ObligationKind.EXACT, y.op.name, wait.engine)
@@ -348,15 +364,15 @@ class Prover:
         sources = [(x, jx) for x in t.sites.values() if x.op.engine != y.op.engine and conflicting_pairs(x.op, y.op)
                    for jx in last_candidates(t, x, y, iy, self.depth)]
         for x, jx in sources:
-            done = [*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy)]
-            out.append(z3.Not(z3.And(*done, z3.Or(*self._cover(x, jx, engine, threshold - 1)))))
+            done = [*self.domain(x, jx), self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy)]
+            out.append(z3.Not(z3.And(*done, self.either(*self._cover(x, jx, engine, threshold - 1)))))
         for z in t.sites.values():  # y's engine: in-order, its earlier instances have completed
             if z.op.engine != y.op.engine:
                 continue
             for kz in witnesses(t, z, [(y, iy)], self.depth, self.options.max_witnesses):
                 cover = self._cover(z, kz, engine, threshold - 1)
                 if cover:
-                    out.append(z3.Not(z3.And(*domain(z, kz), precedes(z, kz, y, iy), z3.Or(*cover))))
+                    out.append(z3.Not(z3.And(*self.domain(z, kz), self.precedes(z, kz, y, iy), self.either(*cover))))
         for x, jx in sources:  # one step back from a producer
             for z in t.sites.values():
                 before = self._before(z, t.env(z, "c"), x, jx)
@@ -364,9 +380,9 @@ class Prover:
                 if before is None or not cover:
                     continue
                 for kz in witnesses(t, z, [(x, jx)], self.depth, TWO_HOP_WITNESSES):
-                    out.append(z3.Not(z3.And(*domain(x, jx), precedes(x, jx, y, iy), conflict(x.op, jx, y.op, iy),
-                                             *domain(z, kz), self._before(z, kz, x, jx),
-                                             z3.Or(*self._cover(z, kz, engine, threshold - 1)))))
+                    out.append(z3.Not(z3.And(*self.domain(x, jx), self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy),
+                                             *self.domain(z, kz), self._before(z, kz, x, jx),
+                                             self.either(*self._cover(z, kz, engine, threshold - 1)))))
         return out
 
     def _run(self, obligation: Obligation, facts: list) -> Obligation:

@@ -22,10 +22,11 @@ from verify.proof.counts import Counter, to_z3 as count_z3
 class Terms:
     """Z3 terms of one program: local indices, `iters`, thresholds at an instance."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, ctx: z3.Context):
         self.program = program
+        self.ctx = ctx  # every term of the proof lives in the proof's own context
         self.counter = Counter(program)
-        self.params = param_env(program)
+        self.params = param_env(program, ctx)
         self.sites = sites(program)
         # Divisors over parameters only (a[i % (D + 1)] reuses a slot D + 1 iterations later).
         names = set(self.params)
@@ -35,30 +36,30 @@ class Terms:
                                for v in walk_expr(n.right) if isinstance(v, (Var, Const, Iters)))]
 
     def env(self, site: Site, tag: str) -> dict:
-        return instance_env(site, tag, self.params)
+        return instance_env(site, tag, self.params, self.ctx)
 
     def local(self, site: Site, engine: str, env: dict):
         """F-instances before the instance of `site` at `env` (its local index on F
         when it runs on F)."""
-        return count_z3(self.counter.before(site, ("engine", engine)), env, self.counter.atoms)
+        return count_z3(self.counter.before(site, ("engine", engine)), env, self.counter.atoms, self.ctx)
 
     def threshold(self, site: Site, engine: str, env: dict):
         """max(0, thresholds of the site's waits on engine), or None without waits."""
         waits = [w for w in site.op.waits if w.engine == engine]
         if not waits:
             return None
-        terms = [to_z3(w.threshold, env, self._iters(site, w.threshold, env)) for w in waits]
-        best = z3.IntVal(0)
+        terms = [to_z3(w.threshold, env, self._iters(site, w.threshold, env), ctx=self.ctx) for w in waits]
+        best = z3.IntVal(0, self.ctx)
         for t in terms:
             best = z3.If(t > best, t, best)
         return best
 
     def wait_term(self, site: Site, wait, env: dict):
-        return to_z3(wait.threshold, env, self._iters(site, wait.threshold, env))
+        return to_z3(wait.threshold, env, self._iters(site, wait.threshold, env), ctx=self.ctx)
 
     def _iters(self, site: Site, node, env: dict) -> dict:
         names = {n.var for n in walk_expr(node) if isinstance(n, Iters)}
-        return {v: count_z3(self.counter.before(site, ("loop", v)), env, self.counter.atoms) for v in names}
+        return {v: count_z3(self.counter.before(site, ("loop", v)), env, self.counter.atoms, self.ctx) for v in names}
 
 
 def loop_steps(site: Site) -> list:
@@ -70,7 +71,7 @@ def shared_loops(a: Site, b: Site) -> set:
     return {s.stmt.var for s in a.trail[:depth] if isinstance(s.stmt, For)}
 
 
-def index_solutions(target: Site, other: Site, other_env: dict) -> dict:
+def index_solutions(target: Site, other: Site, other_env: dict, ctx: z3.Context) -> dict:
     """Values of target's loop variables that make one of its accesses name the same
     element as an access of `other`: from indices `v`, `v + c`, `v - c`."""
     out: dict[str, list] = {}
@@ -78,7 +79,7 @@ def index_solutions(target: Site, other: Site, other_env: dict) -> dict:
     for at, ao in conflicting_pairs(target.op, other.op) + [
             (a, b) for b, a in conflicting_pairs(other.op, target.op)]:
         for it, io in zip(at.indices, ao.indices):
-            value = to_z3(io, other_env)
+            value = to_z3(io, other_env, ctx=ctx)
             match it:
                 case Var(name=v) if v in loop_vars:
                     out.setdefault(v, []).append(value)
@@ -96,7 +97,7 @@ def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], dept
     last iterations."""
     solutions: dict[str, list] = {}
     for site, env in anchors:
-        for v, values in index_solutions(target, site, env).items():
+        for v, values in index_solutions(target, site, env, terms.ctx).items():
             solutions.setdefault(v, []).extend(values)
     combos = [dict(terms.params)]
     for step in loop_steps(target):
@@ -107,9 +108,9 @@ def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], dept
             for site, anchor_env in anchors:
                 if loop.var in shared_loops(target, site):
                     options += [anchor_env[loop.var] - d for d in range(depth + 1)]
-                    options += [anchor_env[loop.var] - to_z3(m, terms.params) for m in terms.moduli]
+                    options += [anchor_env[loop.var] - to_z3(m, terms.params, ctx=terms.ctx) for m in terms.moduli]
             options += solutions.get(loop.var, [])
-            options += [to_z3(loop.lo, env), to_z3(loop.hi, env) - 1]
+            options += [to_z3(loop.lo, env, ctx=terms.ctx), to_z3(loop.hi, env, ctx=terms.ctx) - 1]
             grown += [{**env, loop.var: o} for o, _ in _distinct((o, None) for o in options)]
         combos = grown[:limit]
     return combos
@@ -131,7 +132,7 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
     iteration, the next one is at y's iteration or up to `depth` before it; below
     the first loop that is earlier, every loop is at one of its last `depth`
     iterations. Index-equation solutions are tried everywhere."""
-    solutions = index_solutions(x, y, iy)
+    solutions = index_solutions(x, y, iy, terms.ctx)
     shared = shared_loops(x, y)
     out = []
 
@@ -145,10 +146,10 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
         options = []
         if tight and loop.var in shared:
             options += [(iy[loop.var] - d, d == 0) for d in range(depth + 1)]
-            options += [(iy[loop.var] - to_z3(m, terms.params), False) for m in terms.moduli]
+            options += [(iy[loop.var] - to_z3(m, terms.params, ctx=terms.ctx), False) for m in terms.moduli]
         else:
-            options += [(to_z3(loop.hi, env) - 1 - d, False) for d in range(depth)]
-            options.append((to_z3(loop.lo, env), False))
+            options += [(to_z3(loop.hi, env, ctx=terms.ctx) - 1 - d, False) for d in range(depth)]
+            options.append((to_z3(loop.lo, env, ctx=terms.ctx), False))
         options += [(o, False) for o in solutions.get(loop.var, [])]
         for value, still in _distinct(options):
             grow(steps[1:], {**env, loop.var: value}, still)
@@ -157,9 +158,9 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
     return out
 
 
-def lex_le(site: Site, a: dict, b: dict):
+def lex_le(site: Site, a: dict, b: dict, ctx: z3.Context):
     """a's instance of `site` comes no later than b's: loop indices, lexicographically."""
-    out = z3.BoolVal(True)
+    out = z3.BoolVal(True, ctx)
     for loop in reversed(site.loops):
         v = loop.var
         out = z3.Or(a[v] < b[v], z3.And(a[v] == b[v], out))

@@ -202,7 +202,7 @@ class ProverSkippingCompletedBefore(prove_module.Prover):
     when y may issue, so any cover (x itself, on its own engine) 'proves' soundness."""
 
     def _before(self, z, kz, u, iu):
-        return z3.BoolVal(True)
+        return z3.BoolVal(True, self.ctx)
 
 
 class ProverWithAlwaysExactWaits(prove_module.Prover):
@@ -240,3 +240,17 @@ def test_peer_clauses_fall_back_to_the_bounded_result():
     synced = get_strategy("flags")(parse_file(KERNELS / "pipeline_db.sync")).program
     proof = prove(synced)
     assert proof.status == "unknown" and "flag or token" in proof.reason
+
+
+def test_proof_never_touches_z3_default_context(monkeypatch):
+    # The proof keeps its terms and solvers in its own z3.Context: an answer must not
+    # depend on what else the process asked Z3 before (with the shared default context,
+    # a corpus proof answered `unknown` after earlier Z3 work and `proved` alone).
+    program = get_strategy("threshold")(parse_file(KERNELS / "masked_wait.sync")).program
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the proof used z3's default context")
+
+    monkeypatch.setattr(z3.z3, "main_ctx", refuse)
+    proof = prove(program, ProofOptions(timeout=None))
+    assert proof.status == PROVED
