@@ -28,7 +28,6 @@ import attrs
 import z3
 
 from semantics.ir import INT32_MAX, INT32_MIN
-from semantics.symbolic import domain
 
 from verify.verdicts import ProofStatus
 
@@ -61,7 +60,7 @@ class RangeLimit:
 
 
 def violation(prover) -> z3.BoolRef:
-    """Some instance has a local index >= 2^31 - 1 on its engine, or a wait value outside
+    """In the proof's own Z3 context (prover.ctx): Some instance has a local index >= 2^31 - 1 on its engine, or a wait value outside
     the signed 32-bit range."""
     terms = prover.terms
     cases = []
@@ -70,16 +69,16 @@ def violation(prover) -> z3.BoolRef:
         bad = [terms.local(y, y.op.engine, env) >= INT32_MAX]
         for wait in y.op.waits:
             value = terms.wait_term(y, wait, env)
-            bad.append(z3.Or(value < INT32_MIN, value > INT32_MAX))
-        cases.append(z3.And(*domain(y, env), z3.Or(*bad)))
-    return z3.Or(*cases) if cases else z3.BoolVal(False)
+            bad.append(prover.either(value < INT32_MIN, value > INT32_MAX))
+        cases.append(z3.And(*prover.domain(y, env), prover.either(*bad)))
+    return prover.either(*cases) if cases else z3.BoolVal(False, prover.ctx)
 
 
 def _optimum(prover, formula, params) -> tuple[int | None, dict]:
     """The smallest largest-parameter of a violation, if Z3's optimizer finds it within
     a short budget (it gives up on non-linear counts; the binary search then decides)."""
-    top = z3.Int("int32_top")
-    optimizer = z3.Optimize()
+    top = z3.Int("int32_top", prover.ctx)
+    optimizer = z3.Optimize(ctx=prover.ctx)
     optimizer.set("timeout", 3000)
     optimizer.add(*prover.nonneg, formula, *[top >= p for p in params])
     optimizer.minimize(top)
