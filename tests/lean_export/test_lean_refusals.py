@@ -9,16 +9,17 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("line, what", [
-    ("A w writes a[0..N]", "range access"),
-    ("A w writes a lat 2 * N", "latency expression"),
+@pytest.mark.parametrize("line, what, col", [
+    ("A w writes a[0..N]", "range access", 12),
+    ("A w writes a lat 2 * N", "latency expression", 18),
 ])
-def test_lean_export_refuses_unsupported_features(tmp_path, line, what):
+def test_lean_export_refuses_unsupported_features(tmp_path, line, what, col):
     path = tmp_path / "k.sync"
     path.write_text(f"engines A B\nparam N\n{line}\nB r reads a\n")
     run = subprocess.run([sys.executable, "-m", "verify.cli.main", "lean", str(path), "-o", str(tmp_path / "out")],
                          capture_output=True, text=True)
     assert run.returncode == 2 and what in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert f"{path}:3:{col}: error: op 'w' has a {what}" in run.stderr  # FILE:LINE:COL at the feature
     assert not (tmp_path / "out").exists()
 
 
