@@ -10,6 +10,8 @@ import attrs
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
 
+from algorithm.queues import refuse_queues, semaphores, with_queues
+
 
 @attrs.frozen
 class SyncResult:
@@ -28,6 +30,7 @@ def _counts(program: Program) -> dict:
         "waits": sum(len(s.waits) for s in stmts if isinstance(s, Op)),
         "barriers": sum(1 for s in stmts if isinstance(s, Barrier)),
     }
+    counts["semaphores"] = semaphores(program)
     syncs = [c.kind for s in stmts if isinstance(s, Op) for c in s.syncs]
     for kind in dict.fromkeys(syncs):
         counts[kind] = syncs.count(kind)
@@ -47,6 +50,13 @@ def _without_peer_clauses(program: Program) -> Program:
     return attrs.evolve(program, body=map_ops(program.body, lambda op: attrs.evolve(op, syncs=())))
 
 
+def _on_queues(strategy, program: Program) -> SyncResult:
+    """`strategy` on a program with DMA queues (algorithm/queues.py), its counts redone
+    on the restored program."""
+    result = with_queues(strategy, program)
+    return attrs.evolve(result, stats={**result.stats, **_counts(result.program)})
+
+
 def sync_threshold(program: Program, conflicts=None) -> SyncResult:
     """The `threshold` strategy. `conflicts` replaces the dependence relation's access-pair
     test (default: semantics.symbolic.conflicting_pairs); only tests pass one, to build
@@ -56,6 +66,8 @@ def sync_threshold(program: Program, conflicts=None) -> SyncResult:
 
     conflicts = conflicts or conflicting_pairs
     program = _without_peer_clauses(program)
+    if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
+        return _on_queues(lambda view: sync_threshold(view, conflicts), program)
     plan = plan_thresholds(program, conflicts)
     uncounted = [e for e in plan.entries if e.threshold is None]
     if uncounted:
@@ -91,6 +103,8 @@ def _sync_barrier(program: Program) -> SyncResult:
     from algorithm.barrier import apply_barrier_plan, plan_barrier
 
     program = _without_peer_clauses(program)
+    if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
+        return _on_queues(_sync_barrier, program)
     plan = plan_barrier(program)  # planned once: it is the costly part
     synced = apply_barrier_plan(program, plan)
     return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan.dependence_pairs,
@@ -102,6 +116,7 @@ def _sync_barrier(program: Program) -> SyncResult:
 def _sync_snax_barrier(program: Program) -> SyncResult:
     from algorithm.snax_barrier import snax_barrier
 
+    refuse_queues(program, "snax-barrier")
     synced = snax_barrier(program)
     return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
 
@@ -109,6 +124,7 @@ def _sync_snax_barrier(program: Program) -> SyncResult:
 def _sync_flags(program: Program) -> SyncResult:
     from algorithm.flags import flags
 
+    refuse_queues(program, "flags")
     synced, stats = flags(program)
     return SyncResult(synced, {"strategy": "flags", **_counts(synced), **stats})
 
@@ -116,6 +132,7 @@ def _sync_flags(program: Program) -> SyncResult:
 def _sync_tokens(program: Program) -> SyncResult:
     from algorithm.tokens import tokens
 
+    refuse_queues(program, "tokens")
     synced, stats = tokens(program)
     return SyncResult(synced, {"strategy": "tokens", **_counts(synced), **stats})
 
@@ -130,7 +147,7 @@ def barrier(program: Program) -> Program:
     """The barrier baseline (algorithm/barrier.py)."""
     from algorithm.barrier import barrier as run
 
-    return run(_without_peer_clauses(program))
+    return _sync_barrier(program).program if program.queues else run(_without_peer_clauses(program))
 
 
 STRATEGIES: dict[str, Callable[[Program], SyncResult]] = {

@@ -18,8 +18,8 @@ from pathlib import Path
 import attrs
 
 from algorithm.registry import get_strategy
-from semantics.errors import UsageError
-from semantics.ir import Program, op_has_range, ops, peer_clause
+from semantics.errors import KernelError, UsageError
+from semantics.ir import Program, has_range, op_has_range, ops, peer_clause
 
 from lean_export.printer import base_name, camel_name, lean_program, lean_valuation, module_name, valuation_suffix
 
@@ -138,15 +138,20 @@ def library_text(module: str) -> str:
 
 def _refuse_unsupported(program: Program) -> None:
     """The Lean syntax has single-element accesses and literal latencies only: refuse
-    rather than export a different program."""
+    rather than export a different program, with `FILE:LINE:COL: error:` at the feature
+    (a KernelError; the CLI names the file)."""
+    for queue in program.queues:
+        # FILE:LINE:COL at the declaration (the CLI names the file).
+        raise KernelError(f"DMA queue '{queue.name}': the Lean export does not support DMA queues, triggers "
+                          "(`via`) or counter increments yet", queue.loc)
     for op in ops(program):
-        where = f"line {op.loc.line}: " if op.loc else ""
         if op_has_range(op):
-            raise UsageError(f"{where}op '{op.name}' has a range access (a[lo..hi]); the Lean export does not "
-                             "support range accesses yet")
+            access = next(a for a in op.reads + op.writes if has_range(a))
+            raise KernelError(f"op '{op.name}' has a range access (a[lo..hi]); the Lean export does not "
+                              "support range accesses yet", access.loc or op.loc)
         if not isinstance(op.lat, int):
-            raise UsageError(f"{where}op '{op.name}' has a latency expression; the Lean export supports "
-                             "integer latencies only")
+            raise KernelError(f"op '{op.name}' has a latency expression; the Lean export supports "
+                              "integer latencies only", op.lat.loc or op.loc)
 
 
 def export_files(program: Program, source_name: str, strategy: str = "threshold",

@@ -211,6 +211,9 @@ class Op:
     # `replica G`: the op is one replica of logical op G (a global MLIR op run by every
     # core); ops of one replica group never conflict with each other (docs/snax.md).
     replica: str | None = None
+    # `via Q`: a DMA op triggered by this op's engine; the transfer runs on queue Q
+    # (docs/language.md, "DMA queues"). None: the op runs on its own engine.
+    queue: str | None = None
 
 
 @attrs.frozen(cache_hash=True)
@@ -252,13 +255,54 @@ class Param:
 
 
 @attrs.frozen(cache_hash=True)
+class Queue:
+    """`queue NAME [increment INT]`: a DMA queue, a counting in-order stream whose transfers
+    are triggered by compute engines (`via NAME`); each completion adds `increment` to its
+    counter."""
+
+    name: str
+    increment: int = 1
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen(cache_hash=True)
 class Program:
+    """`engines` lists the declared engines, then the DMA queues (one counter each):
+    `queues` names which of them are queues, in declaration order."""
+
     engines: tuple[str, ...]
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
     name: str | None = None
     loc: Loc | None = _loc()
     name_loc: Loc | None = _loc()
+    queues: tuple[Queue, ...] = ()
+
+
+INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1  # a semaphore is a signed 32-bit register
+
+
+def compute_engines(program: Program) -> tuple[str, ...]:
+    """The declared engines, without the DMA queues."""
+    names = {q.name for q in program.queues}
+    return tuple(e for e in program.engines if e not in names)
+
+
+def increments(program: Program) -> tuple[int, ...]:
+    """Per counter (engine or queue, in `program.engines` order): what one completion adds."""
+    by_name = {q.name: q.increment for q in program.queues}
+    return tuple(by_name.get(e, 1) for e in program.engines)
+
+
+def dma_op(program: Program) -> Op | None:
+    """The first op triggering a DMA transfer (`via Q`), if any."""
+    return next((op for op in ops(program) if op.queue is not None), None)
+
+
+def uses_queues(program: Program) -> bool:
+    """The program declares DMA queues (with triggers or increments): what the
+    happens-before and Z3 engines, the proof and the Lean export do not model."""
+    return bool(program.queues)
 
 
 # ------------------------------------------------------------------- walkers

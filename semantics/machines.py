@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Hashable, NamedTuple, Protocol
 
-from semantics.ir import FLAG_IDS, TOKEN_DEPTH
+from semantics.ir import FLAG_IDS, INT32_MAX, INT32_MIN, TOKEN_DEPTH, increments
 from semantics.sequential import Instance, Unrolled, producers, requirements
 
 ISSUE = "issue"
@@ -61,14 +61,43 @@ def describe_label(unrolled: Unrolled, label: Label) -> str:
     return f"{label.kind} {engine}.{instance.describe()}"
 
 
+def _trigger_links(unrolled: Unrolled, streams) -> tuple:
+    """Per instance: None, or for a DMA transfer (engine, p): its trigger is item p of
+    that engine's stream in `streams`, and the transfer may issue once the engine has
+    moved past it (the trigger completed)."""
+    where = {item: (engine, pos) for engine, stream in enumerate(streams) for pos, item in enumerate(stream)}
+    return tuple(where[i.trigger] if i.trigger >= 0 else None for i in unrolled.instances)
+
+
 class Reference:
-    """State: per engine, 2 * (instances completed) + (1 if one is in flight)."""
+    """State: per engine, 2 * (stream items completed) + (1 if one is in flight).
+
+    DMA ops (`via Q`, docs/design.md "DMA triggered by a compute engine"): the trigger, on
+    its engine's stream, may issue once every producer of its transfer has completed (the
+    only place a transfer can be synchronized is its trigger); the transfer, on Q's
+    stream, once its trigger has completed. Triggers do not count: `count[e][p]` is the
+    number of counted instances among the first p items of e's stream."""
 
     def __init__(self, unrolled: Unrolled):
         self.unrolled = unrolled
         self.streams = tuple(tuple(i for i in s if i >= 0) for s in unrolled.streams)
         self.need = requirements(unrolled)
         self.engine_of = tuple(i.engine for i in unrolled.instances)
+        self.has_triggers = any(i.is_trigger for i in unrolled.instances)
+        self.count = self.after = None
+        if self.has_triggers:
+            need = list(self.need)
+            for inst in unrolled.instances:
+                if inst.is_trigger:
+                    need[inst.index], need[inst.transfer] = need[inst.transfer], (0,) * len(self.streams)
+            self.need = tuple(need)
+            self.after = _trigger_links(unrolled, self.streams)
+            self.count = tuple(_counted_prefix(unrolled, s) for s in self.streams)
+
+    def completed(self, state, engine: int) -> int:
+        """Counted instances of `engine` completed in `state` (triggers excluded)."""
+        done = state[engine] >> 1
+        return self.count[engine][done] if self.count is not None else done
 
     def initial(self) -> tuple[int, ...]:
         return (0,) * len(self.streams)
@@ -83,7 +112,11 @@ class Reference:
             elif done < len(stream):
                 y = stream[done]
                 need = self.need[y]
-                if all((state[f] >> 1) >= t for f, t in enumerate(need) if t):
+                if self.count is None:
+                    if all((state[f] >> 1) >= t for f, t in enumerate(need) if t):
+                        labels.append(Label(ISSUE, y))
+                elif all(self.count[f][state[f] >> 1] >= t for f, t in enumerate(need) if t) \
+                        and (self.after[y] is None or (state[self.after[y][0]] >> 1) > self.after[y][1]):
                     labels.append(Label(ISSUE, y))
         return tuple(labels)
 
@@ -97,7 +130,17 @@ class Reference:
 
     def missing_producers(self, state, instance: Instance) -> list[Instance]:
         """The producers of `instance` that have not completed in `state`."""
-        return [x for x in producers(self.unrolled, instance) if (state[x.engine] >> 1) <= x.local]
+        if instance.is_trigger:
+            instance = self.unrolled.instances[instance.transfer]
+        return [x for x in producers(self.unrolled, instance) if self.completed(state, x.engine) <= x.local]
+
+
+def _counted_prefix(unrolled: Unrolled, stream) -> tuple[int, ...]:
+    counts, count = [0], 0
+    for item in stream:
+        count += 0 if unrolled.instances[item].is_trigger else 1
+        counts.append(count)
+    return tuple(counts)
 
 
 class Counter:
@@ -112,15 +155,20 @@ class Counter:
         self.engine_of = tuple(i.engine for i in unrolled.instances)
         self.waits = tuple(i.waits for i in unrolled.instances)
         self._compile_syncs(unrolled)
-        # since[e][pos]: instances of e completed since the last barrier, when e is at pos.
+        # since[e][pos]: C[e] when e is at pos: its instances completed since the last
+        # barrier, times e's increment (triggers of DMA ops do not count).
+        self.increments = increments(unrolled.program)
         self.since = []
-        for stream in self.streams:
+        instances = unrolled.instances
+        for stream, step in zip(self.streams, self.increments):
             counts, count = [], 0
             for item in stream:
                 counts.append(count)
-                count = 0 if item < 0 else count + 1
+                count = 0 if item < 0 else count + (0 if instances[item].is_trigger else step)
             counts.append(count)
             self.since.append(tuple(counts))
+        self.has_triggers = any(i.is_trigger for i in instances)
+        self.after = _trigger_links(unrolled, self.streams) if self.has_triggers else None
 
     def _compile_syncs(self, unrolled: Unrolled) -> None:
         """Per instance: the flag bits it waits for / sets, and its pops / pushes as
@@ -191,7 +239,9 @@ class Counter:
             elif pos < len(stream):
                 y = stream[pos]
                 if y >= 0 and all(since[f][state[f] >> 1] >= t for f, t in self.waits[y]) \
-                        and (not self.has_syncs or self._sync_allows(state, y)):
+                        and (not self.has_syncs or self._sync_allows(state, y)) \
+                        and (self.after is None or self.after[y] is None
+                             or (state[self.after[y][0]] >> 1) > self.after[y][1]):
                     labels.append(Label(ISSUE, y))
         return tuple(labels)
 
@@ -266,3 +316,28 @@ class Counter:
             for n, (f, t) in enumerate(instance.waits)
             if self.counter(state, f) < t
         ]
+
+
+def counter_range_violation(unrolled: Unrolled) -> str | None:
+    """Why some semaphore value or wait threshold of the counter program leaves the signed
+    32-bit range [-2^31, 2^31 - 1] in this valuation (docs/design.md, "Counter
+    increments"), or None. Counters only grow between barriers, so the largest value a
+    counter reaches is its count at the end of a barrier segment."""
+    program = unrolled.program
+    steps = increments(program)
+    ctr = Counter(unrolled) if max(steps, default=1) * len(unrolled.instances) > INT32_MAX else None
+    for engine, since in enumerate(ctr.since if ctr is not None else ()):
+        top = max(since)
+        if top > INT32_MAX:
+            step = ctr.increments[engine]
+            return (f"counter C[{program.engines[engine]}] reaches {top} ({top // step} completions x increment "
+                    f"{step}) between barriers, above the signed 32-bit maximum {INT32_MAX}")
+    for inst in unrolled.instances:
+        for n, (engine, value) in enumerate(inst.waits):
+            if not INT32_MIN <= value <= INT32_MAX:
+                wait = inst.op.waits[n]
+                line = wait.loc.line if wait.loc else "?"
+                return (f"the threshold of {program.engines[inst.engine]}.{inst.describe()}'s wait "
+                        f"{wait.engine} >= ... (line {line}) is {value}, outside the signed 32-bit range "
+                        f"[{INT32_MIN}, {INT32_MAX}]")
+    return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
-    Op, Or, Param, Program, Range, Sync, Var, Wait,
+    Op, Or, Param, Program, Range, Sync, Var, Wait, compute_engines,
 )
 
 # Precedence levels, loosest first (docs/design.md section 5; as in Python).
@@ -117,6 +117,8 @@ def print_op(op: Op) -> str:
         parts.append(run[0].kind + " " + ", ".join(print_sync(s) for s in run))
     if op.replica is not None:
         parts.append(f"replica {op.replica}")
+    if op.queue is not None:
+        parts.append(f"via {op.queue}")
     return " ".join(parts)
 
 
@@ -151,7 +153,9 @@ def print_program(program: Program) -> str:
     out: list[str] = []
     if program.name is not None:
         out.append(f"kernel {program.name}")
-    out.append("engines " + " ".join(program.engines))
+    out.append("engines " + " ".join(compute_engines(program)))
+    for queue in program.queues:
+        out.append(f"queue {queue.name}" + (f" increment {queue.increment}" if queue.increment != 1 else ""))
     if program.params:
         out.append("param " + ", ".join(print_param(p) for p in program.params))
     _print_body(program.body, 0, out)

@@ -36,10 +36,20 @@ class Instance:
     waits: tuple[tuple[int, int], ...]  # (engine number, threshold value)
     # Peer sync clauses evaluated: (kind, other engine number, flag or queue id).
     syncs: tuple[tuple[str, int, int], ...] = ()
+    # A DMA op (`via Q`) is two instances, adjacent in program order: the trigger on the
+    # op's engine (no accesses; the op's waits; it does not count on its engine's counter,
+    # local -1) and the transfer on queue Q (the accesses; no waits). Each names the other.
+    trigger: int = -1  # on a transfer: the index of its trigger
+    transfer: int = -1  # on a trigger: the index of its transfer
+
+    @property
+    def is_trigger(self) -> bool:
+        return self.transfer >= 0
 
     def describe(self) -> str:
         env = ", ".join(f"{k}={v}" for k, v in self.env)
-        return f"{self.op.name}[{env}]" if env else self.op.name
+        name = f"{self.op.name}.trigger" if self.is_trigger else self.op.name
+        return f"{name}[{env}]" if env else name
 
 
 @attrs.frozen
@@ -104,8 +114,15 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                         syncs = tuple((s.kind, engine_number[s.engine], _sync_id(s, env)) for s in stmt.syncs)
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
+                    if stmt.queue is not None:  # the trigger on the op's engine, then the transfer
+                        trigger = Instance(len(instances), stmt, tuple(loop_env), engine, -1, (), waits,
+                                           transfer=len(instances) + 1)
+                        instances.append(trigger)
+                        streams[engine].append(trigger.index)
+                        engine, waits = engine_number[stmt.queue], ()
                     instance = Instance(len(instances), stmt, tuple(loop_env), engine, locals_[engine],
-                                        tuple(accesses.items()), waits, syncs)
+                                        tuple(accesses.items()), waits, syncs,
+                                        trigger=len(instances) - 1 if stmt.queue is not None else -1)
                     locals_[engine] += 1
                     instances.append(instance)
                     if limit is not None and len(instances) > limit:

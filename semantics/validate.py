@@ -10,12 +10,12 @@ from __future__ import annotations
 from semantics.errors import KernelError
 from semantics.ir import (
     And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min, Neg, Not,
-    Op, Or, Program, Var, index_exprs,
+    Op, Or, Program, Var, index_exprs, walk_stmts,
 )
 
 
 KEYWORDS = frozenset(
-    "kernel engines param for in if then else barrier reads writes lat wait and or not".split()
+    "kernel engines param for in if then else barrier reads writes lat wait and or not queue".split()
 )
 
 
@@ -33,7 +33,8 @@ def validate(program: Program, engine_locs: dict[str, Loc] | None = None) -> Non
     for engine in program.engines:
         _check_name(engine, "an engine name", engine_locs.get(engine))
         if engine in seen:
-            raise KernelError(f"engine '{engine}' is declared twice", engine_locs.get(engine))
+            what = "queue" if engine in {q.name for q in program.queues} else "engine"
+            raise KernelError(f"{what} '{engine}' is declared twice", engine_locs.get(engine))
         seen.add(engine)
     params: dict[str, Loc | None] = {}
     for param in program.params:
@@ -46,6 +47,7 @@ def validate(program: Program, engine_locs: dict[str, Loc] | None = None) -> Non
             raise KernelError(f"parameter '{param.name}' has default {param.default}, below its lower bound "
                               f"{param.lower} (`param {param.name} >= {param.lower}`)", param.loc)
         params[param.name] = param.loc
+    _check_one_trigger_engine(program)
     loop_vars: dict[str, Loc | None] = {}
     _collect_loops(program.body, params, loop_vars)
     _check_body(program, program.body, frozenset(params), set(loop_vars), {})
@@ -71,6 +73,40 @@ def _collect_loops(body, params, loop_vars) -> None:
                 pass
 
 
+def _check_one_trigger_engine(program: Program) -> None:
+    """A queue runs its transfers in trigger order; with one triggering engine that is
+    program order, which the semantics assumes (docs/design.md, "DMA triggered by a
+    compute engine")."""
+    first: dict[str, Op] = {}
+    for stmt in walk_stmts(program.body):
+        if isinstance(stmt, Op) and stmt.queue is not None:
+            seen = first.setdefault(stmt.queue, stmt)
+            if seen.engine != stmt.engine:
+                raise KernelError(f"queue '{stmt.queue}' is triggered from {seen.engine} (op '{seen.name}') and from "
+                                  f"{stmt.engine}: each DMA queue has one triggering engine, whose order is the "
+                                  "queue's FIFO order", stmt.loc)
+
+
+def _check_queue_use(program: Program, op: Op) -> None:
+    """A DMA queue runs only transfers that a compute engine triggers (`via Q`)."""
+    queues = {q.name for q in program.queues}
+    if op.engine in queues:
+        raise KernelError(f"'{op.engine}' is a DMA queue: an op reaches it with `via {op.engine}` on the compute "
+                          "engine that triggers the transfer", op.loc)
+    if op.queue is not None:
+        if op.queue not in queues:
+            declared = " ".join(sorted(queues)) or "none"
+            raise KernelError(f"unknown DMA queue '{op.queue}' in via (declared queues: {declared}; "
+                              f"declare it with `queue {op.queue}`)", op.loc)
+        if op.syncs:
+            raise KernelError(f"op '{op.name}' triggers a DMA transfer (`via {op.queue}`): it cannot carry "
+                              f"{op.syncs[0].kind} clauses", op.syncs[0].loc or op.loc)
+    for sync in op.syncs:
+        if sync.engine in queues:
+            raise KernelError(f"{sync.kind} {sync.engine}: '{sync.engine}' is a DMA queue; flags and token "
+                              "queues connect compute engines", sync.loc)
+
+
 def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[str], op_names: dict) -> None:
     engines = set(program.engines)
     for stmt in body:
@@ -87,6 +123,7 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                     raise KernelError(f"duplicate op name '{stmt.name}' (first defined at {op_names[stmt.name]})",
                                       stmt.name_loc or stmt.loc)
                 op_names[stmt.name] = stmt.name_loc or stmt.loc
+                _check_queue_use(program, stmt)
                 if isinstance(stmt.lat, int):
                     if stmt.lat < 0:
                         raise KernelError(f"negative latency {stmt.lat}", stmt.loc)

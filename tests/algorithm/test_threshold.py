@@ -46,6 +46,7 @@ from semantics.sequential import Unrolled, depends_on, unroll
 from verify.engines.explicit import check
 from verify.verdicts import CheckOptions, Verdict
 
+from algorithm.queues import transfer_view
 from tests.support.corpus import ALL_KERNELS, CASES, CASES_DIR, CORPUS, HI, KERNELS_DIR, ROOT, bounds_of, kernel_id
 
 # ------------------------------------------------------------- known bugs
@@ -98,7 +99,9 @@ def valuations(program: Program, hi: int = HI):
 
 @functools.lru_cache(maxsize=None)
 def program_of(path: Path) -> Program:
-    return parse_file(str(path))
+    """The kernel as the planner sees it: a kernel with DMA queues in its transfer view
+    (every DMA op on its queue; algorithm/queues.py), which is an ordinary program."""
+    return transfer_view(parse_file(str(path)))
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,3 +23,15 @@ def ignore_war(program: Program) -> Program:
     """The threshold strategy, blind to write-after-read dependences: a later write
     never waits for an earlier read of the same element on another engine."""
     return sync_threshold(program, conflicts=_war_blind).program
+
+
+def forget_increment(program: Program) -> Program:
+    """The threshold strategy on DMA queues, forgetting the counters' increments: the
+    thresholds count completions, as if every semaphore stepped by one."""
+    import attrs
+
+    from algorithm.queues import restore, transfer_view
+
+    ones = attrs.evolve(program, queues=tuple(attrs.evolve(q, increment=1) for q in program.queues))
+    synced = restore(ones, sync_threshold(transfer_view(ones)).program)
+    return attrs.evolve(synced, queues=program.queues)

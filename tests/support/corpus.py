@@ -14,6 +14,10 @@ CASES_DIR = DATA_DIR / "threshold_cases"
 CORPUS = sorted(KERNELS_DIR.glob("*.sync")) + sorted((KERNELS_DIR / "bugs").glob("*.sync"))
 CASES = sorted(CASES_DIR.glob("*.sync"))
 ALL_KERNELS = CORPUS + CASES
+# Kernels with DMA queues (`queue`, `via`), each with `# expect:` lines as in kernels/
+# (tests/algorithm/test_dma_strategies.py); kernels/dma_trigger.sync is in CORPUS.
+DMA_DIR = DATA_DIR / "dma"
+DMA_KERNELS = sorted(DMA_DIR.glob("*.sync")) + [KERNELS_DIR / "dma_trigger.sync"]
 
 HI = 3  # every parameter over 0..HI unless stated otherwise
 

@@ -30,6 +30,7 @@ from verify.engines.explicit import InternalError
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds
 from verify.cli.report import result_json, result_text
 from verify.progress import Progress
+from verify.timing.scheduler import load_profile
 from verify.verdicts import PROPERTIES, CheckOptions, EngineName, Property, Verdict
 
 
@@ -52,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT")
     p.add_argument("--emit", choices=["sync", "mlir"], default="sync",
                    help="output language; mlir: the imported .mlir FILE with its synchronization (docs/snax.md)")
+    p.add_argument("--profile", default="trainium",
+                   help="machine profile whose semaphore budget the statistics compare against (default trainium)")
 
     p = sub.add_parser("verify", help="check a synchronized kernel against the reference semantics")
     p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
@@ -97,7 +100,13 @@ def _cmd_sync(args) -> int:
     program = cli_mlir.load(args.file)
     result = get_strategy(args.strategy)(program)
     text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
+    profile = load_profile(args.profile)
     print(stats_line(result.stats), file=sys.stderr)
+    print(f"sync: {result.stats['semaphores']} semaphores used, budget {profile.semaphore_budget} "
+          f"(profile {profile.name})", file=sys.stderr)
+    if result.stats["semaphores"] > profile.semaphore_budget:
+        print(f"sync: warning: the program uses {result.stats['semaphores']} semaphores, above the "
+              f"{profile.name} budget of {profile.semaphore_budget}", file=sys.stderr)
     for note in result.stats.get("notes", ()):
         print(f"sync: note: {note}", file=sys.stderr)
     if args.output:

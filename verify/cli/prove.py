@@ -32,6 +32,10 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
     if result.holds is not True:
         why = "the bounded check did not succeed" if result.holds is False else "the bounded check is unknown"
         return result, {"status": ProofStatus.SKIPPED, "reason": why}, []
+    if program.queues:  # refused, not attempted (docs/proofs.md): the bounded result stands
+        why = ("the program has DMA queues (`queue`, `via`): the all-values proof does not cover triggers, counter "
+               "increments or the signed 32-bit range")
+        return result, {"status": ProofStatus.SKIPPED, "reason": why}, [f"all parameter values: not attempted ({why})."]
     if not program.params and result.complete:
         return result, {"status": ProofStatus.PROVED, "property": args.property, "domain": {}, "obligations": [],
                         "reason": "no parameters: the bounded check covered the only valuation"}, \
@@ -64,8 +68,9 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
             which += f" under the kernel's assumptions ({', '.join(proof.assumptions)})"
         if narrowed:
             which += f" with {narrowed} (from --param)"
-        return result, data, [f"all parameter values: proved ({proved} obligations, {proof.seconds:.1f} s): "
-                              f"the {args.property} property holds for {which}, not only within the bounds."]
+        lines = [f"all parameter values: proved ({proved} obligations, {proof.seconds:.1f} s): "
+                 f"the {args.property} property holds for {which}, not only within the bounds."]
+        return result, data, lines + ([proof.int32.text()] if proof.int32 is not None else [])
     if proof.status == ProofStatus.REFUTED:
         return proof.counterexample, data, [f"all parameter values: refuted outside the bounds: {proof.reason}; "
                                             "the counterexample below is at that valuation."]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import attrs
 
 from semantics.errors import UsageError
-from semantics.ir import Program, peer_clause
+from semantics.ir import Program, peer_clause, uses_queues
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled, requirements
 
@@ -320,4 +320,8 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: C
     if clause is not None:
         raise UsageError(f"the happens-before engine does not handle '{clause.kind}' clauses "
                          f"(line {clause.loc.line if clause.loc else '?'}); use --engine explicit")
+    if uses_queues(program):
+        raise UsageError(f"the happens-before engine does not handle DMA queues (`queue {program.queues[0].name}`, "
+                         f"line {program.queues[0].loc.line if program.queues[0].loc else '?'}): its event order has "
+                         "no triggers and counts every counter by one; use --engine explicit")
     return check_valuations(program, bounds, options, decide_valuation, ENGINE, fan_out)

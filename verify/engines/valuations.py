@@ -14,6 +14,7 @@ from semantics.errors import SyncproofError
 from semantics.ir import Program
 from semantics.sequential import UnrollLimit, unroll
 
+from verify.engines.witness import range_check
 from verify.fanout import SERIAL, FanOut, ordered_map
 from verify.verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, finalise
 
@@ -38,7 +39,7 @@ def run_valuation(program: Program, decide, options: CheckOptions, time_left: fl
         return ValuationResult(Verdict.UNKNOWN, 0, None, frozenset(), reason=f"instance limit: {limit}")
     except SyncproofError as err:
         return err
-    return decide(unrolled, options, deadline, on_progress)
+    return range_check(unrolled) or decide(unrolled, options, deadline, on_progress)
 
 
 def _shown(values: dict[str, int]) -> str:

@@ -4,8 +4,18 @@ witness here (the Z3 engine after replaying its decoded trace on the Python mach
 
 from __future__ import annotations
 
-from semantics.machines import Label, describe_label
-from verify.verdicts import SEVERITY, Verdict, Witness
+from semantics.machines import Label, counter_range_violation, describe_label
+from verify.verdicts import SEVERITY, ValuationResult, Verdict, Witness
+
+
+def range_check(unrolled) -> ValuationResult | None:
+    """An unsound result when a semaphore value or a threshold of this valuation leaves
+    the signed 32-bit range (part of soundness, docs/design.md "Counter increments")."""
+    why = counter_range_violation(unrolled)
+    if why is None:
+        return None
+    witness = Witness(Verdict.UNSOUND, unrolled, (), (), (f"32-bit range: {why}",))
+    return ValuationResult(Verdict.UNSOUND, 0, witness, frozenset({Verdict.UNSOUND}))
 
 
 def trace_to(parent: dict, state) -> tuple[Label, ...]:

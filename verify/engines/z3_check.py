@@ -41,7 +41,8 @@ import attrs
 import z3
 
 from semantics.errors import KernelError, UsageError
-from semantics.ir import Program, peer_clause
+from semantics.ir import Program, peer_clause, uses_queues
+from verify.engines.witness import range_check
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import UnrollLimit, unroll
 
@@ -220,6 +221,11 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
         where = f" (line {clause.loc.line})" if clause.loc else ""
         raise UsageError(f"the z3 engine does not support the peer clause '{clause.kind}'{where}: "
                          f"check this program with --engine explicit")
+    if uses_queues(program):
+        # The Z3 machines have no triggers and count by one: refuse rather than answer wrongly.
+        queue = program.queues[0]
+        raise UsageError(f"the z3 engine does not support DMA queues (`queue {queue.name}`, line "
+                         f"{queue.loc.line if queue.loc else '?'}): check this program with --engine explicit")
     start = time.monotonic()
     deadline = start + options.timeout if options.timeout else None
     every = valuations(bounds)
@@ -249,7 +255,11 @@ def _check(program, bounds, options: Z3Options, deadline, every, result, run) ->
     usable, error, largest = [], None, 0
     for values in every:
         try:
-            largest = max(largest, len(unroll(program, values, limit=options.max_instances).instances))
+            unrolled = unroll(program, values, limit=options.max_instances)
+            largest = max(largest, len(unrolled.instances))
+            out_of_range = range_check(unrolled)  # the 32-bit range is part of soundness
+            if out_of_range is not None:
+                return result(Verdict.UNSOUND, out_of_range.witness, 0, True, covered=len(usable) + 1)
         except UnrollLimit as limit:
             return result(Verdict.BISIMILAR, None, 0, False, f"instance limit: {limit}")
         except KernelError as err:

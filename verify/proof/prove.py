@@ -47,6 +47,7 @@ from semantics.ir import Barrier, Op, Program, op_has_range, walk_stmts
 from semantics.symbolic import conflicting_pairs
 
 from verify.proof.counts import Unsupported
+from verify.proof.int32 import RangeLimit, range_limit
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
     FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, divisors, domain_lower, loop_sites,
@@ -63,13 +64,17 @@ class Proof:
     seconds: float = 0.0
     lower: tuple = ()  # the domain: (name, lowest value) per parameter, no upper bound
     assumptions: tuple[str, ...] = ()  # the kernel's declared lower bounds, as `K >= 1`
+    # When proved: up to which parameter values counters and thresholds stay in the signed
+    # 32-bit range (verify/proof/int32.py); the obligations assume unbounded counters.
+    int32: RangeLimit | None = None
 
     def to_json(self) -> dict:
         return {"status": self.status, "property": self.property, "reason": self.reason,
                 "domain": {name: [lo, None] for name, lo in self.lower},
                 "assumptions": list(self.assumptions),
                 "seconds": round(self.seconds, 3),
-                "obligations": [o.to_json() for o in self.obligations]}
+                "obligations": [o.to_json() for o in self.obligations],
+                **({"int32_range": self.int32.to_json()} if self.int32 is not None else {})}
 
 
 # ---------------------------------------------------------------------- driver
@@ -80,6 +85,9 @@ def _why_not(program: Program) -> str | None:
         return "the program has barriers; the all-values proof covers barrier-free counter programs"
     if any(isinstance(s, Op) and s.syncs for s in walk_stmts(program.body)):
         return "the program has flag or token clauses; the all-values proof covers counter waits only"
+    if program.queues:
+        return ("the program has DMA queues (`queue`, `via`); the all-values proof covers compute engines whose "
+                "counters step by one, and does not bound the signed 32-bit range: check it with `--scope bounded`")
     if any(isinstance(s, Op) and op_has_range(s) for s in walk_stmts(program.body)):
         return "the program has range accesses (a[lo..hi]); the all-values proof covers single-element accesses only"
     return None
@@ -101,8 +109,25 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     except DeadlineReached:
         proof = Proof(UNKNOWN, options.property, reason=f"the proof's time budget of {options.timeout:g} s ran out",
                       seconds=time.monotonic() - began)
+    if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
+        proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline))
     return attrs.evolve(proof, lower=tuple((p.name, lower[p.name]) for p in program.params),
                         assumptions=assumptions(program))
+
+
+def _range(program: Program, options: ProofOptions, lower: dict, deadline: float | None) -> RangeLimit:
+    """verify/proof/int32.py within what is left of the proof's budget."""
+    from verify.engines.deadline import DeadlineReached, interrupt_at
+
+    left = None if deadline is None else deadline - time.monotonic()
+    out_of_time = RangeLimit("unknown", reason="the proof's time budget ran out")
+    if left is not None and left <= 0:
+        return out_of_time
+    try:
+        with interrupt_at(deadline):
+            return range_limit(Prover(program, attrs.evolve(options, timeout=left)), lower)
+    except DeadlineReached:
+        return out_of_time
 
 
 def assumptions(program: Program) -> tuple[str, ...]:

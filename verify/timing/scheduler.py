@@ -24,6 +24,9 @@ Timing rules, with the costs of a `Profile`:
   time, before its completion (the set or push is an instruction after the op on the
   same engine; the signal is visible at the completion, and its travel time to a
   stalled consumer is the consumer's `wake_cycles`);
+- a DMA op (`via Q`) is a trigger on its engine, busy `dma_trigger_cycles` (its waits
+  are evaluated there), then a transfer on queue Q, busy the op's `lat`, in FIFO order
+  on Q; the queue evaluates no waits and tracks no loops;
 - tracking loop counts costs `iteration_cycles` per started iteration of a tracked
   loop (one whose `iters(v)` appears in a threshold), on every engine, paid before
   the engine's next instance (every engine evaluates every loop bound).
@@ -77,6 +80,10 @@ class Profile:
     flag_wait_cycles: int = 0
     token_push_cycles: int = 0
     token_pop_cycles: int = 0
+    # A DMA op (`via Q`): its trigger keeps the issuing engine busy this long; the transfer
+    # then takes the op's `lat` on the queue (docs/design.md, "DMA triggered by a compute engine").
+    dma_trigger_cycles: int = 0
+    semaphore_budget: int = 256  # semaphores per core; `sync` warns above it (not a cost)
     description: str = ""
 
 
@@ -186,7 +193,9 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
     minimum = profile.min_instruction_cycles
     # Per instance: cost of evaluating its waits, and of tracking loop counts since the
     # engine's previous instance.
-    latency = [instance_latency(unrolled, inst) for inst in instances]
+    # A trigger costs the profile's trigger time (also for the oracle: it is work, not sync).
+    latency = [profile.dma_trigger_cycles if inst.is_trigger else instance_latency(unrolled, inst)
+               for inst in instances]
     evaluate = [0.0] * len(instances)
     tracking = [0.0] * len(instances)
     signal = [0.0] * len(instances)  # after completion: setflag and push costs
@@ -201,6 +210,8 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
                 if var in tracked and previous_env.get(var) != value:
                     iterations[var] = iterations.get(var, 0) + 1
             previous_env = env
+            if inst.trigger >= 0:
+                continue  # a transfer: the queue neither evaluates waits nor tracks loops
             mine = seen[inst.engine]
             started = sum(iterations[v] - mine.get(v, 0) for v in iterations)
             mine.update(iterations)

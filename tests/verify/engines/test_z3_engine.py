@@ -249,6 +249,8 @@ def agreement_property(program, bounds, options: z3_check.Z3Options | None = Non
 def _kernel_cases():
     cases = []
     for path in KERNELS:
+        if "\nqueue " in path.read_text():
+            continue  # DMA queues: the z3 engine refuses them (tests/verify/engines/test_counter_range.py)
         cases.append(pytest.param(path, "manual", id=f"{path.relative_to(KERNELS_DIR)}-manual"))
         if path.parent.name != "bugs":  # bugs are hand-synced: only their own waits matter
             cases.append(pytest.param(path, "threshold", id=f"{path.relative_to(KERNELS_DIR)}-threshold"))

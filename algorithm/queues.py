@@ -1,0 +1,93 @@
+"""DMA queues for the counter strategies (docs/design.md, "DMA triggered by a compute
+engine"; "Counter increments").
+
+A DMA op `E name via Q ...` is a trigger on E (it does not count on C[E]) and a transfer
+on Q (it counts on C[Q]); its waits are the trigger's, the only place a transfer can be
+synchronized. So a strategy plans the *transfer view* of the program, where every DMA op
+runs on its queue, unchanged: local indices on Q count transfers, local indices on E
+skip triggers, and a wait planned for the op is what its trigger must check. With one
+triggering engine per queue (semantics/validate.py), the queue's FIFO order is the
+trigger order on E, so every implication the strategy draws from Q's in-order
+execution also holds on E.
+
+`restore` then puts each DMA op back on its engine and
+- drops the op's waits on its own triggering engine E: every E-instance before it in
+  program order precedes the trigger on E's stream, so such a wait always holds;
+- multiplies every threshold on a counter with increment k by k (C[F] grows by k per
+  completion; `F >= t` in completions is `F >= k * t` on the semaphore). This is the one
+  place thresholds are scaled, for every strategy, after the strategy emitted them.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from semantics.errors import UsageError
+from semantics.ir import BinOp, Const, Program, Wait, increments, map_ops, ops
+
+
+def transfer_view(program: Program) -> Program:
+    """Every DMA op moved onto its queue (what a strategy plans)."""
+    # `queues=()`: the view is an ordinary program whose engines include the queues'
+    # counters (the increments are applied by `restore`).
+    return attrs.evolve(program, queues=(), body=map_ops(
+        program.body, lambda op: attrs.evolve(op, engine=op.queue, queue=None) if op.queue is not None else op))
+
+
+def scale(wait: Wait, step: int) -> Wait:
+    """`F >= t` in completions as a semaphore threshold: `F >= step * t`."""
+    if step == 1:
+        return wait
+    match wait.threshold:
+        case Const(value=v):
+            return attrs.evolve(wait, threshold=Const(step * v))
+        case threshold:
+            return attrs.evolve(wait, threshold=BinOp("*", Const(step), threshold))
+
+
+def restore(original: Program, synced: Program) -> Program:
+    """The strategy's output for the transfer view, back on the original engines, with
+    thresholds scaled by the counters' increments."""
+    trigger = {op.name: op for op in ops(original) if op.queue is not None}
+    step = dict(zip(original.engines, increments(original)))
+
+    def back(op):
+        source = trigger.get(op.name)
+        waits = tuple(scale(w, step[w.engine]) for w in op.waits
+                      if source is None or w.engine != source.engine)
+        if source is not None:
+            return attrs.evolve(op, engine=source.engine, queue=source.queue, waits=waits)
+        return attrs.evolve(op, waits=waits)
+
+    return attrs.evolve(synced, queues=original.queues, body=map_ops(synced.body, back))
+
+
+def with_queues(strategy, program: Program):
+    """Run `strategy` (Program -> SyncResult) on the transfer view, then restore."""
+    if not program.queues:
+        return strategy(program)
+    result = strategy(transfer_view(program))
+    return attrs.evolve(result, program=restore(program, result.program))
+
+
+def refuse_queues(program: Program, strategy: str) -> None:
+    """Strategies without a model of DMA queues refuse them (never a wrong program)."""
+    if program.queues:
+        queue = program.queues[0]
+        where = f" (line {queue.loc.line})" if queue.loc else ""
+        raise UsageError(f"strategy {strategy} does not support DMA queues (`queue {queue.name}`{where}; it has no model of triggered transfers): "
+                         "use threshold, barrier or manual")
+
+
+def semaphores(program: Program) -> int:
+    """Semaphores the synchronized program uses: one per counter (engine or queue) that
+    some wait reads, one per flag (engine pair, id) and per token queue its peer clauses
+    use. Barriers are not counted (how a barrier is built is the machine's choice)."""
+    counters = {w.engine for op in ops(program) for w in op.waits}
+    peers = set()
+    for op in ops(program):
+        for sync in op.syncs:
+            kind = "flag" if sync.kind in ("setflag", "waitflag") else "token"
+            pair = (op.engine, sync.engine) if sync.kind in ("setflag", "push") else (sync.engine, op.engine)
+            peers.add((kind, pair, sync.id))
+    return len(counters) + len(peers)

@@ -1,0 +1,94 @@
+"""The all-values proof states up to which parameter values every semaphore value and
+threshold stays in the signed 32-bit range (verify/proof/int32.py). Expected limits are
+brute-forced with the bounded check's own range test over unrolled valuations
+(semantics.machines.counter_range_violation), never taken from the proof."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from semantics.machines import counter_range_violation
+from semantics.parser import parse
+from semantics.sequential import unroll
+from verify.proof.int32 import ALL, UP_TO
+from verify.proof.prove import ProofOptions, prove
+from verify.verdicts import ProofStatus
+
+def brute_limit(program, cap: int) -> int | None:
+    """The largest P <= cap such that no valuation with every parameter in [lower, P]
+    leaves the range; None when it holds up to cap."""
+    lows = {p.name: p.lower for p in program.params}
+    for top in range(max(lows.values()), cap + 1):
+        for combo in itertools.product(*[range(lows[p.name], top + 1) for p in program.params]):
+            if max(combo) != top:
+                continue
+            values = dict(zip((p.name for p in program.params), combo))
+            if counter_range_violation(unroll(program, values)) is not None:
+                return top - 1
+    return None
+
+
+# Exact programs whose thresholds leave the range at small parameter values: a wait
+# at or below 0 always holds, so `B s` may wait on A with a hugely negative threshold
+# and stay exact (it has no producer on A).
+ONE = """engines A B
+param N
+for i in 0..N {
+  A w writes a[i]
+  B r reads a[i] wait A >= i + 1
+  B s reads b[i] wait A >= -100000000 * i
+}
+"""
+TWO = """engines A B
+param N, M >= 1
+for i in 0..N {
+  for j in 0..M {
+    A w writes a[i, j]
+    B r reads a[i, j] wait A >= iters(j)
+    B s reads b[i, j] wait A >= -200000000 * i - 100000000 * j
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param(ONE, id="one-parameter"),
+    pytest.param(TWO, id="two-parameters", marks=pytest.mark.slow),  # ~3 s: the proof's own obligations
+])
+def test_the_stated_limit_is_the_brute_forced_one(text):
+    program = parse(text)
+    proof = prove(program, ProofOptions())
+    assert proof.status == ProofStatus.PROVED
+    expected = brute_limit(program, 40)
+    assert expected is not None
+    assert (proof.int32.status, proof.int32.max_param) == (UP_TO, expected)
+
+
+def test_a_program_whose_counters_and_thresholds_are_bounded_holds_for_every_value():
+    program = parse("engines A B\nparam N\nA w writes a[N]\nB r reads a[N] wait A >= 1\n")
+    proof = prove(program, ProofOptions())
+    assert proof.status == ProofStatus.PROVED and proof.int32.status == ALL
+    assert proof.to_json()["int32_range"]["status"] == "all"
+
+
+@pytest.mark.parametrize("text, expected", [
+    # C[A] reaches N: the last valid N is 2^31 - 1.
+    ("engines A B\nparam N\nfor i in 0..N {\n  A w writes a[i]\n  B r reads a[i] wait A >= i + 1\n}\n",
+     2 ** 31 - 1),
+    # Two instances of A per iteration: C[A] reaches 2N.
+    ("engines A B\nparam N\nfor i in 0..N {\n  A w writes a[i]\n  A v writes c[i]\n"
+     "  B r reads a[i], c[i] wait A >= 2 * i + 2\n}\n", (2 ** 31 - 1) // 2),
+])
+def test_the_stated_limit_is_where_the_counter_count_crosses_2_31(text, expected):
+    # Expected values derived by hand from the instance counts (C[A] = N, 2N); the brute
+    # force below confirms the counts themselves on small valuations.
+    program = parse(text)
+    proof = prove(program, ProofOptions())
+    assert proof.status == ProofStatus.PROVED
+    assert (proof.int32.status, proof.int32.max_param) == (UP_TO, expected)
+    per_iteration = 2 if "A v" in text else 1
+    for n in range(4):
+        unrolled = unroll(program, {"N": n})
+        assert sum(1 for i in unrolled.instances if i.engine == 0) == per_iteration * n

@@ -1,0 +1,132 @@
+"""The signed 32-bit range in the all-values proof (docs/proofs.md, "The 32-bit range").
+
+The proof's obligations are about counters that never overflow. On the hardware a
+semaphore is a signed 32-bit register, so the proof also states the largest parameter
+value P such that, for every valuation with every parameter in [its lower bound, P]
+(the kernel's assumptions), no counter and no evaluated threshold leaves
+[-2^31, 2^31 - 1]:
+
+- a counter: the program is barrier-free (the proof refuses barriers) and every
+  counter steps by one (it refuses DMA queues), so C[F] reaches k + 1 after the
+  instance with local index k on F; it leaves the range iff some instance of F has a
+  local index >= 2^31 - 1;
+- a threshold: some wait's value at some instance is outside the range.
+
+One Z3 query asks for a violation with no upper bound: unsat means the range holds for
+every parameter value. Otherwise Z3's optimizer proposes the smallest largest-parameter
+m of a violation (linear counts; a short budget), confirmed by a query that the range
+holds up to m - 1; failing that, a binary search over P (each step a query with every
+parameter <= P) finds the largest P, and a query Z3 cannot answer stops the search with
+the largest P proved so far ("at least"). The answer does not depend on the optimizer:
+it only saves queries. Counts come from verify/proof/counts.py, as for
+the other obligations.
+"""
+
+from __future__ import annotations
+
+import attrs
+import z3
+
+from semantics.ir import INT32_MAX, INT32_MIN
+
+from verify.verdicts import ProofStatus
+
+ALL, UP_TO, AT_LEAST, NONE, UNKNOWN = "all", "up-to", "at-least", "none", "unknown"
+
+
+@attrs.frozen
+class RangeLimit:
+    status: str  # ALL, UP_TO (exactly max_param), AT_LEAST (max_param proved, larger undecided), NONE, UNKNOWN
+    max_param: int | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "max_param": self.max_param, "reason": self.reason}
+
+    def text(self) -> str:
+        head = "signed 32-bit range (semaphores and thresholds): "
+        match self.status:
+            case "all":
+                return head + "holds for every parameter value."
+            case "up-to":
+                return head + (f"holds while every parameter is at most {self.max_param}; "
+                               f"{self.reason}.")
+            case "at-least":
+                return head + f"holds while every parameter is at most {self.max_param}; above, {self.reason}."
+            case "none":
+                return head + f"fails at the smallest parameter values: {self.reason}."
+            case _:
+                return head + f"not decided ({self.reason})."
+
+
+def violation(prover) -> z3.BoolRef:
+    """In the proof's own Z3 context (prover.ctx): Some instance has a local index >= 2^31 - 1 on its engine, or a wait value outside
+    the signed 32-bit range."""
+    terms = prover.terms
+    cases = []
+    for y in terms.sites.values():
+        env = terms.env(y, "r")
+        bad = [terms.local(y, y.op.engine, env) >= INT32_MAX]
+        for wait in y.op.waits:
+            value = terms.wait_term(y, wait, env)
+            bad.append(prover.either(value < INT32_MIN, value > INT32_MAX))
+        cases.append(z3.And(*prover.domain(y, env), prover.either(*bad)))
+    return prover.either(*cases) if cases else z3.BoolVal(False, prover.ctx)
+
+
+def _optimum(prover, formula, params) -> tuple[int | None, dict]:
+    """The smallest largest-parameter of a violation, if Z3's optimizer finds it within
+    a short budget (it gives up on non-linear counts; the binary search then decides)."""
+    top = z3.Int("int32_top", prover.ctx)
+    optimizer = z3.Optimize(ctx=prover.ctx)
+    optimizer.set("timeout", 3000)
+    optimizer.add(*prover.nonneg, formula, *[top >= p for p in params])
+    optimizer.minimize(top)
+    if optimizer.check() != z3.sat:
+        return None, {}
+    model = optimizer.model()
+    return model[top].as_long(), {n: model.eval(p, model_completion=True).as_long()
+                                  for n, p in prover.terms.params.items()}
+
+
+def range_limit(prover, lower: dict[str, int]) -> RangeLimit:
+    """The largest parameter value for which the range holds (see the module docstring)."""
+    formula = violation(prover)
+    params = list(prover.terms.params.values())
+    status, extra = prover.query([formula], "int32")
+    if status == ProofStatus.PROVED:
+        return RangeLimit(ALL)
+    if status != ProofStatus.FAILED:
+        return RangeLimit(UNKNOWN, reason=str(extra))
+
+    def text(valuation: dict) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(valuation.items()))
+
+    def at_most(cap: int):
+        return prover.query([formula] + [p <= cap for p in params], f"int32-{cap}")
+
+    first = extra
+    good = max(lower.values(), default=0)
+    guess, witness = _optimum(prover, formula, params)
+    if guess is not None and guess - 1 >= good:  # confirmed below by a query with the usual budget
+        status, extra = at_most(guess - 1)
+        if status == ProofStatus.PROVED:
+            return RangeLimit(UP_TO, guess - 1, f"at {text(witness)} a counter or threshold leaves it")
+    status, extra = at_most(good)
+    if status == ProofStatus.FAILED:
+        return RangeLimit(NONE, reason=f"a counter or threshold leaves the range at {text(extra)}")
+    if status != ProofStatus.PROVED:
+        return RangeLimit(UNKNOWN, reason=str(extra))
+    worst = first  # a violating valuation: the limit is below its largest parameter
+    high = max(first.values()) - 1
+    while good < high:
+        middle = (good + high + 1) // 2
+        status, extra = at_most(middle)
+        if status == ProofStatus.PROVED:
+            good = middle
+        elif status == ProofStatus.FAILED:
+            worst = extra
+            high = min(middle, max(extra.values())) - 1
+        else:
+            return RangeLimit(AT_LEAST, good, f"Z3 did not decide whether it holds up to {middle} ({extra})")
+    return RangeLimit(UP_TO, good, f"at {text(worst)} a counter or threshold leaves it")
