@@ -4,18 +4,24 @@
 import sys
 import types
 
-from hypothesis import find, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 
-def test_examples_do_not_depend_on_loaded_modules(tmp_path):
-    def first_example():
-        seen = []
-        find(st.lists(st.integers(), min_size=3), lambda xs: seen.append(tuple(xs)) or len(seen) >= 40,
-             settings=settings(database=None, derandomize=True, max_examples=100))
-        return seen[:40]
+def _first_examples() -> list:
+    seen = []
 
-    before = first_example()
+    @settings(database=None, derandomize=True, max_examples=40, phases=(Phase.generate,))
+    @given(st.lists(st.integers(), min_size=3))
+    def record(xs):
+        seen.append(tuple(xs))
+
+    record()
+    return seen
+
+
+def test_examples_do_not_depend_on_loaded_modules(tmp_path):
+    before = _first_examples()
     # A new local module full of unusual constants: with the pool switched on, Hypothesis
     # would start drawing these.
     source = tmp_path / "many_constants.py"
@@ -25,7 +31,7 @@ def test_examples_do_not_depend_on_loaded_modules(tmp_path):
     exec(compile(source.read_text(), str(source), "exec"), module.__dict__)
     sys.modules["many_constants"] = module
     try:
-        after = first_example()
+        after = _first_examples()
     finally:
         del sys.modules["many_constants"]
     assert before == after

@@ -19,7 +19,7 @@ import z3
 
 from semantics.context import Site, common_depth, static_order
 from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Range, Var, index_exprs, walk_expr
-from semantics.symbolic import domain, precedes, same_element, to_z3
+from semantics.symbolic import domain, precedes, same_element
 from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
 from semantics.simplify import cond as simplify_cond, simplify
 from algorithm.threshold.shapes import pair_shape

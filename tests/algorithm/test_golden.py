@@ -3,7 +3,6 @@ in kernels/ must print exactly tests/data/golden/<kernel>.<strategy>.sync. A cha
 algorithm that changes an emitted wait shows up here as a diff to review; regenerate
 with `syncproof sync kernels/K.sync --strategy S -o tests/data/golden/K.S.sync`."""
 
-from pathlib import Path
 
 import pytest
 

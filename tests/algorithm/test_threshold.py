@@ -47,7 +47,7 @@ from verify.engines.explicit import check
 from verify.verdicts import CheckOptions, Verdict
 
 from algorithm.queues import transfer_view
-from tests.support.corpus import ALL_KERNELS, CASES, CASES_DIR, CORPUS, HI, KERNELS_DIR, ROOT, bounds_of, kernel_id
+from tests.support.corpus import ALL_KERNELS, CASES, CORPUS, HI, KERNELS_DIR, ROOT, bounds_of, kernel_id
 
 # ------------------------------------------------------------- known bugs
 

@@ -23,7 +23,7 @@ import pytest
 import z3
 
 from algorithm.registry import get_strategy
-from semantics.errors import EvalError, KernelError
+from semantics.errors import EvalError
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
 from semantics.sequential import depends_on, requirements, unroll

@@ -263,7 +263,7 @@ def test_subviews_are_ranges_that_conflict_only_when_they_overlap(offset, overla
 
     program = import_text(SUBVIEWS.replace("OFFSET", str(offset)), "k.mlir")[0].program
     text = print_program(program)
-    assert f"writes A[0..16]" in text and f"reads A[{offset}..{offset + 16}]" in text
+    assert "writes A[0..16]" in text and f"reads A[{offset}..{offset + 16}]" in text
     assert "reads A[0..64]" in text  # the whole buffer, as a full-extent range
     out = get_strategy("threshold")(program).program
     generic = next(op for op in out.body if getattr(op, "engine", None) == "COMPUTE")

@@ -4,7 +4,6 @@ counter machine's barriers (docs/design.md sections 2 and 5)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

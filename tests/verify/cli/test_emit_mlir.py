@@ -15,7 +15,7 @@ import pytest
 from algorithm.registry import get_strategy
 from semantics.evaluate import eval_expr
 from semantics.mlir.emit import emit
-from semantics.mlir.parse import Chunk, op_name, parse_chunk, prop, split_cases
+from semantics.mlir.parse import op_name, parse_chunk, prop, split_cases
 from semantics.parser import parse
 from semantics.sequential import unroll
 from verify.cli.main import main

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections import deque
 
-import attrs
 import pytest
-from hypothesis import HealthCheck, assume, event, find, given, note, reject, settings
+from hypothesis import HealthCheck, Phase, assume, event, find, given, note, reject, settings
 from hypothesis import strategies as st
 
-from semantics.ir import Access, Barrier, For, If, Op, Param, Program, Wait, ops
+from semantics.ir import Access, For, If, Op, Param, Program, Wait, ops
 from semantics.machines import ISSUE, Counter, Reference
 from semantics.parser import parse
 from semantics.errors import EvalError
@@ -24,7 +23,7 @@ from semantics.printer import print_expr, print_program
 from semantics.sequential import requirements, unroll
 from verify.engines import explicit
 from verify.engines.explicit import check
-from verify.search.generators import conditions, expressions, param_bounds, programs, valuations
+from verify.search.generators import conditions, expressions, programs, valuations
 from verify.verdicts import CheckOptions, Verdict
 
 from tests.support.budget import scaled
@@ -397,20 +396,18 @@ class CounterIgnoringSecondEngineWaits(Counter):
         self.waits = tuple(() if i.engine == 1 else i.waits for i in unrolled.instances)
 
 
+# No shrinking: in the suite, Hypothesis's shrinker stalled in find() for the whole of
+# CI's time (twice, in different tests; alone they took seconds; docs/testing.md). The
+# assertions below check that the example shows the bug, not that it is minimal.
 _FIND = settings(database=None, derandomize=True, max_examples=2000, deadline=None,
-                 suppress_health_check=list(HealthCheck))
-
-
+                 suppress_health_check=list(HealthCheck), phases=(Phase.explicit, Phase.generate))
 
 
 def _with_valuations(strategy):
     return strategy.flatmap(lambda p: st.tuples(st.just(p), valuations(p, HI)))
 
 
-# Small programs for the teeth searches: the bug shows on two ops, and a small space keeps
-# the shrinking short. (In the suite, Hypothesis draws constants from whatever local
-# modules are loaded, so the first failing example can differ from a run alone; with
-# programs(), one run spent its whole shrink budget on a 12-instance, 5-engine example.)
+# Small programs for the teeth searches: the bugs show on two ops.
 _SMALL = dict(engines=(2, 3), max_depth=2, max_instances=6, max_statements=3)
 
 
@@ -418,29 +415,38 @@ def test_teeth_reference_property_catches_a_reference_ignoring_war():
     program, values = find(_with_valuations(programs(**_SMALL)),
                            lambda pv: fails(reference_property, pv[0], pv[1], ReferenceIgnoringWAR),
                            settings=_FIND)
-    # Minimal: one op reads an element, a later op on another engine writes it
-    # (write-after-read is the only conflict between them).
-    assert len(ops(program)) == 2, _show(program)
-    unrolled = unroll(program, values)
-    x, y = unrolled.instances
-    assert x.engine != y.engine
-    x_access, y_access = dict(x.accesses), dict(y.accesses)
-    common = set(x_access) & set(y_access)
-    assert common and all(y_access[e] and not x_access[e] for e in common), _show(program)
+    # The example has a write-after-read only pair: an instance reads an element that a
+    # later instance on another engine writes, and neither writes what the other reads.
+    instances = unroll(program, values).instances
+
+    def war_only(x, y):
+        x_access, y_access = dict(x.accesses), dict(y.accesses)
+        common = set(x_access) & set(y_access)
+        return x.engine != y.engine and common and all(y_access[e] and not x_access[e] for e in common)
+
+    assert any(war_only(x, y) for n, x in enumerate(instances) for y in instances[n + 1:]), _show(program)
 
 
 def test_teeth_exact_bisimilar_property_catches_a_counter_ignoring_waits(monkeypatch):
     monkeypatch.setattr(explicit, "Counter", CounterIgnoringSecondEngineWaits)
     program = find(programs(**_SMALL), lambda p: fails(exact_bisimilar_property, p), settings=_FIND)
-    assert len(ops(program)) <= 2, _show(program)
-    assert ops(program)[-1].engine == program.engines[1]
-    assert not any(isinstance(s, (For, If)) for s in program.body), _show(program)
+    # The broken machine ignores engine #1's waits: an op there depends on an earlier op
+    # of another engine (a shared buffer, one of them writing).
+    found = ops(program)
+
+    def depends(x, y):
+        shared = (any(a.buffer == b.buffer for a in x.writes for b in y.reads + y.writes)
+                  or any(a.buffer == b.buffer for a in x.reads for b in y.writes))
+        return x.engine != y.engine and shared
+
+    assert any(y.engine == program.engines[1] and depends(x, y)
+               for n, y in enumerate(found) for x in found[:n]), _show(program)
 
 
 def test_teeth_differential_property_catches_a_checker_ignoring_war(monkeypatch):
     monkeypatch.setattr(explicit, "Reference", ReferenceIgnoringWAR)
     program = find(perturbed_exact_programs(), lambda p: fails(agreement_property, p), settings=_FIND)
-    assert len(ops(program)) <= 2, _show(program)
+    assert len(ops(program)) >= 2, _show(program)  # a missed dependence needs two ops
 
 
 def test_teeth_lowering_exposes_a_counter_ignoring_waits(monkeypatch):

@@ -17,7 +17,6 @@ A "teeth" test breaks one mirrored rule and checks that the agreement property f
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import attrs
 import pytest

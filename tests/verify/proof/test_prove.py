@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import itertools
 import json
-from pathlib import Path
 
 import attrs
 import pytest
@@ -24,7 +23,6 @@ from verify.proof.counts import Counter, to_z3
 from verify.engines.explicit import check
 from verify.proof import prove as prove_module
 from verify.proof.prove import PROVED, ProofOptions, prove
-from semantics.printer import print_program
 from verify.verdicts import CheckOptions
 
 from tests.support.budget import scaled
