@@ -237,9 +237,14 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - a bug in syncproof: one line, exit 3
                 outcome[0] = _internal_error(exc)
 
-    threading.stack_size(512 * 1024 * 1024)
-    thread = threading.Thread(target=run)
-    thread.start()
+    # The stack size applies to threads created after it is set: restore it at once, so
+    # other threads of the process (timers, pools) keep the default.
+    previous = threading.stack_size(512 * 1024 * 1024)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+    finally:
+        threading.stack_size(previous)
     thread.join()
     return outcome[0]
 
