@@ -238,10 +238,23 @@ def test_teeth_engine_agreement_catches_a_range_blind_z3_encoding(monkeypatch):
             return True
         return result.verdict != Verdict.UNKNOWN and (result.verdict, result.holds) != (expected.verdict, expected.holds)
 
-    found = find(programs(synced=True, engines=(2, 2), ranges=True), fails,
-                 settings=settings(max_examples=300, database=None, deadline=None, phases=(Phase.explicit, Phase.generate),
-                                   suppress_health_check=list(HealthCheck)))
-    assert any(isinstance(i, Range) for i in _all_indices(found))
+    # Not find(): it replays the example it found, and whether the broken encoding shows
+    # on one program depends on which model Z3 returns (a spurious state raises
+    # InternalError, a genuine one agrees), which depends on what Z3 did before: the
+    # replay disagreed with the first run in two suite runs (FlakyFailure). The first
+    # example caught is kept instead.
+    caught = []
+
+    @settings(max_examples=300, database=None, deadline=None, phases=(Phase.generate,),
+              suppress_health_check=list(HealthCheck))
+    @given(programs(synced=True, engines=(2, 2), ranges=True))
+    def search(program):
+        if not caught and fails(program):
+            caught.append(program)
+
+    search()
+    assert caught, "the agreement property never caught the range-blind encoding"
+    assert any(isinstance(i, Range) for i in _all_indices(caught[0]))
 
 
 # ------------------------------------------------------------ MLIR subviews
