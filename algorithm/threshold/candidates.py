@@ -19,10 +19,11 @@ import z3
 
 from semantics.context import Site, common_depth, static_order
 from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Range, Var, index_exprs, walk_expr
-from semantics.symbolic import domain, precedes, same_element
+from semantics.symbolic import domain, precedes, same_element, to_z3
 from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
 from semantics.simplify import cond as simplify_cond, simplify
 from algorithm.threshold.shapes import pair_shape
+from algorithm.threshold.cases import flatten, project
 
 
 @attrs.frozen
@@ -101,7 +102,12 @@ def _gcd(a: int, b: int) -> int:
     return a
 
 
-def candidates_of(program: Program, x: Site, y: Site, pair) -> list[Candidate]:
+def candidates_of(program: Program, x: Site, y: Site, pair, where: tuple = (), project: bool = False) -> list[Candidate]:
+    """The candidates for the last x-instance conflicting with y through `pair`, latest
+    first. `where`: conditions on x's own indices that the x-instances must meet (a case
+    of a piecewise index, cases.py); `project`: also bound each free index by what the
+    loops and guards below it imply (cases.project). The plan uses both only where the
+    plain analysis failed."""
     ax, ay = pair
     depth = common_depth(x, y)
     shared = [(n, s.stmt) for n, s in enumerate(x.trail[:depth]) if isinstance(s.stmt, For)]
@@ -134,16 +140,22 @@ def candidates_of(program: Program, x: Site, y: Site, pair) -> list[Candidate]:
                 if u in bounded:
                     hi = bounded[u]  # an earlier iteration than y's own (which is below hi)
                 placeholder = Var(f"{u}#free")
-                pending = _pending_conditions(x, n, env, placeholder, u, ax, ay)
+                pending = _pending_conditions(x, n, env, placeholder, u, ax, ay, where, project)
                 period = _hidden_period(x, n, ax, ay)
-                for latest in _latest(stmt, f"{u}#free", hi, pending, env):
+                options = _latest(stmt, f"{u}#free", hi, pending, env)
+                if project and u not in bounded and isinstance(lo, Const) and isinstance(hi, Const) \
+                        and 0 < hi.value - lo.value <= MAX_OPTIONS:
+                    # A short constant range: every value, latest first (the second analysis:
+                    # an overlap with a symbolic coefficient, `r * (NK // 2) <= c`, solves for none).
+                    options, period = [Const(v) for v in range(hi.value - 1, lo.value - 1, -1)], 1
+                for latest in options:
                     for back in range(period):
                         chosen = latest if back == 0 else simplify(BinOp("-", latest, Const(back)))
                         grown.append(({**env, u: chosen}, {**values, u: chosen},
                                       conditions + [Compare("<=", lo, chosen), Compare("<", chosen, hi)]))
             partial = grown[:MAX_OPTIONS]
         for env, values, conditions in partial:
-            conditions = conditions + [c for ix, iy in zip(ax.indices, ay.indices)
+            conditions = conditions + [subst(w, env) for w in where] + [c for ix, iy in zip(ax.indices, ay.indices)
                                        for c in overlap_conditions(_subst_index(ix, env), iy)]
             condition = conjoin([simplify_cond(c) for c in conditions])
             out.append(Candidate(condition, values, fixed_depth if fixed_depth == depth else _step_depth(x, bounded)))
@@ -194,7 +206,7 @@ def _hidden_period(x: Site, n: int, ax, ay) -> int:
     return period if period <= MAX_OPTIONS else 1
 
 
-def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
+def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay, where=(), deep=False):
     """Conditions that constrain the free index u once outer indices are chosen: the
     guards and the non-emptiness of the loops below it, and the index equations, as
     far as they mention no index that is still free below u. A deeper index that an
@@ -234,7 +246,33 @@ def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay):
     for ix, iy in zip(ax.indices, ay.indices):
         if not any(mentions(e, v) for e in index_exprs(ix) for v in later_vars):
             out += [simplify_cond(c) for c in overlap_conditions(_subst_index(ix, env_u), iy)]
+    out += [simplify_cond(subst(w, env_u)) for w in where if not any(mentions(w, v) for v in later_vars)]
+    if deep:
+        out += _projected(x, n, env_u, u, ax, ay, where, placeholder)
     return out
+
+
+def _projected(x: Site, n: int, env_u, u, ax, ay, where, placeholder) -> list:
+    """Bounds on the free index u implied by the loops, guards, `where` conditions and
+    index equations below it, with the deeper indices eliminated (cases.project). The
+    deeper indices are renamed first (`v#deep`): y may use the same loop names."""
+    deeper = [s.stmt.var for s in x.trail[n + 1:-1] if isinstance(s.stmt, For)]
+    names = {**env_u, **{v: Var(f"{v}#deep") for v in deeper}}
+    found = []
+    for step in x.trail[n + 1:-1]:
+        stmt = step.stmt
+        if isinstance(stmt, For):
+            var = names[stmt.var]
+            found += [Compare("<=", subst(stmt.lo, names), var), Compare("<", var, subst(stmt.hi, names))]
+        elif step.branch:
+            found += flatten(subst(stmt.cond, names))
+        else:
+            found.append(Not(subst(stmt.cond, names)))
+    found += [subst(w, names) for w in where]
+    for ix, iy in zip(ax.indices, ay.indices):
+        found += overlap_conditions(_subst_index(ix, names), iy)
+    found = [simplify_cond(c) for c in found]
+    return [c for c in project(found, [f"{v}#deep" for v in deeper]) if mentions(c, placeholder.name)]
 
 
 def conjoin(conds):
@@ -270,20 +308,20 @@ def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str
 
 
 def prove_candidates(session: Session, program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
-                      soundness_only: bool = False) -> str | None:
+                      soundness_only: bool = False, where: tuple = ()) -> str | None:
     """None when Z3 proves the candidates exact (or, with soundness_only, just that each
     is an earlier matching instance when its condition holds); else why not. Memoized
     in the session by the shape of the question (algorithm/threshold/shapes.py)."""
-    key = pair_shape(program, x, y, pair, candidates, soundness_only)
+    key = pair_shape(program, x, y, pair, candidates, soundness_only, where)
     if key in session.shapes:
         session.shape_hits += 1
         return session.shapes[key]
-    answer = session.shapes[key] = _prove(session, program, x, y, pair, candidates, soundness_only)
+    answer = session.shapes[key] = _prove(session, program, x, y, pair, candidates, soundness_only, where)
     return answer
 
 
 def _prove(session: Session, program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
-           soundness_only: bool) -> str | None:
+           soundness_only: bool, where: tuple = ()) -> str | None:
     ax, ay = pair
     ctx = session.ctx
     params = {p.name: session.var(p.name) for p in program.params}
@@ -291,12 +329,15 @@ def _prove(session: Session, program: Program, x: Site, y: Site, pair, candidate
     x_env = {**params, **{l.var: session.var(f"{l.var}@x") for l in x.loops}}
     nonneg = [params[p.name] >= p.lower for p in program.params]  # the declared assumptions
     y_dom = domain(y, y_env, ctx)
-    some_x = domain(x, x_env, ctx) + [same_element(ax, x_env, ay, y_env, ctx), precedes(x, x_env, y, y_env, ctx)]
+    # `where`: the x-instances of one case of a piecewise index (cases.py), over x's names.
+    cases = lambda env: [to_z3(w, env, ctx=ctx) for w in where]
+    some_x = domain(x, x_env, ctx) + cases(x_env) + [same_element(ax, x_env, ay, y_env, ctx), precedes(x, x_env, y, y_env, ctx)]
     earlier_fail = []
     for candidate in candidates:
         c = session.z(candidate.condition)
         r_env = {**params, **{v: session.z(e) for v, e in candidate.values.items()}}
-        valid = z3.And(*domain(x, r_env, ctx), same_element(ax, r_env, ay, y_env, ctx), precedes(x, r_env, y, y_env, ctx))
+        valid = z3.And(*domain(x, r_env, ctx), *cases(r_env), same_element(ax, r_env, ay, y_env, ctx),
+                       precedes(x, r_env, y, y_env, ctx))
         why = _check_unsat(session, *nonneg, *y_dom, c, z3.Not(valid))
         if why:
             return f"a candidate is not always a conflicting earlier instance ({why})"

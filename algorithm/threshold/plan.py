@@ -48,6 +48,7 @@ from algorithm.threshold.context import (  # noqa: F401
     Context, body_at, iters_facts, site_facts,
 )
 from algorithm.threshold.facts import RENEW_AFTER_OPS
+from algorithm.threshold.cases import piecewise_cases
 from algorithm.threshold.counting import Unsupported
 from algorithm.threshold.thresholds import (  # noqa: F401
     candidate_count, closed_iters, count_before_y, tidy_threshold,
@@ -117,19 +118,24 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
                     # A dominating candidate is exact by construction; the later ones are
                     # only proved to be conflicting earlier instances (irredundancy uses them).
                     why = prove_candidates(ctx.session, program, x, y, pair, candidates, soundness_only=dominant)
+                    analyses = [(candidates, dominant)]
                     if why:
-                        raise Unsupported(f"{x.op.name} -> {y.op.name}: {why}")
-                    part, closed_part = Const(0), Const(0)
-                    for n, candidate in enumerate(reversed(candidates)):
-                        if dominant and n < len(candidates) - 1:
-                            sources.append((x, candidate))  # masked by the first: never counted
-                            continue
-                        count, closed = candidate_count(ctx, x, y, candidate, targets, facts)
-                        part = IfExpr(candidate.condition, count, part)
-                        closed_part = None if closed is None or closed_part is None else IfExpr(candidate.condition, closed, closed_part)
-                        sources.append((x, candidate))
-                    parts.append(part)
-                    closed_parts.append(closed_part)
+                        cases = second_chance(ctx.session, program, x, y, pair)
+                        if cases is None:
+                            raise Unsupported(f"{x.op.name} -> {y.op.name}: {why}")
+                        analyses = [(found, False) for found in cases]
+                    for candidates, dominant in analyses:
+                        part, closed_part = Const(0), Const(0)
+                        for n, candidate in enumerate(reversed(candidates)):
+                            if dominant and n < len(candidates) - 1:
+                                sources.append((x, candidate))  # masked by the first: never counted
+                                continue
+                            count, closed = candidate_count(ctx, x, y, candidate, targets, facts)
+                            part = IfExpr(candidate.condition, count, part)
+                            closed_part = None if closed is None or closed_part is None else IfExpr(candidate.condition, closed, closed_part)
+                            sources.append((x, candidate))
+                        parts.append(part)
+                        closed_parts.append(closed_part)
                 except Unsupported as why:
                     notes.append(str(why))
             if notes:
@@ -167,6 +173,30 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
 
 
 TRUE = Compare("==", Const(0), Const(0))  # candidates.conjoin's empty conjunction
+
+
+def second_chance(session, program: Program, x: Site, y: Site, pair) -> list | None:
+    """The second case analysis (algorithm/threshold/cases.py) of a pair the first one
+    missed: the producer's access split into the cases of its piecewise indices, each
+    analysed plainly and then with the bounds projected from below each free index.
+    The candidate lists of every case, each proved exact by Z3; None if some case fails
+    (the wait then stays conservative, as before)."""
+    ax, ay = pair
+    split = piecewise_cases(ax) or [((), ax)]
+    out = []
+    for where, access in split:
+        case_pair = (access, ay)
+        for deep in ((False, True) if where else (True,)):
+            try:
+                candidates = candidates_of(program, x, y, case_pair, where=where, project=deep)
+            except Unsupported:
+                continue
+            if not prove_candidates(session, program, x, y, case_pair, candidates, where=where):
+                out.append(candidates)
+                break
+        else:
+            return None
+    return out
 
 
 def dominates(x: Site, y: Site, candidates) -> bool:

@@ -74,7 +74,7 @@ def _relative_indices(x: Site, y: Site) -> tuple:
     return tuple(xs), tuple(ys)
 
 
-def pair_shape(program, x: Site, y: Site, pair, candidates, soundness_only: bool) -> tuple:
+def pair_shape(program, x: Site, y: Site, pair, candidates, soundness_only: bool, where: tuple = ()) -> tuple:
     """The key of `prove_candidates(session, program, x, y, pair, candidates, soundness_only)`."""
     names = _Names(frozenset(p.name for p in program.params))
     params = tuple((p.name, p.lower) for p in program.params)
@@ -91,4 +91,5 @@ def pair_shape(program, x: Site, y: Site, pair, candidates, soundness_only: bool
     for candidate in candidates:
         values = tuple(sorted((names.bind(var), names.expr(value)) for var, value in candidate.values.items()))
         shaped.append((names.expr(candidate.condition), values, candidate.depth))
-    return (params, x_trail, y_trail, accesses, tuple(shaped), soundness_only)
+    cases = tuple(names.expr(w) for w in where)  # over x's names, bound by x_trail
+    return (params, x_trail, y_trail, accesses, tuple(shaped), soundness_only, cases)
