@@ -34,6 +34,7 @@ from __future__ import annotations
 import attrs
 
 from semantics.ir import Barrier, BinOp, For, If, Op, Program, Var, walk_stmts
+from semantics.context import common_depth
 from semantics.symbolic import conflicting_pairs
 from semantics.simplify import simplify
 from algorithm.threshold import (
@@ -104,6 +105,18 @@ def _region_start(program: Program, y, local: frozenset = frozenset()) -> tuple[
     return 0, 0
 
 
+def _before_region(x, candidate, y, k: int, b: int) -> bool:
+    """The candidate x-instance (of an exact plan entry) precedes the barrier that
+    starts y's region (before statement b of the body at depth k of y's trail): it is
+    in an earlier iteration of a loop around that body, or leaves y's trail above it,
+    or is in that body before the barrier. When every candidate of a wait does, the
+    wait always holds after the barrier, even where its count is too intricate for
+    tidy_threshold to see that it is <= 0 (kernels/suite/flash_attention_causal.sync's
+    `fexp`)."""
+    depth = candidate.depth  # the candidate shares y's iterations above it (earlier at it, if a loop)
+    return depth < k or depth == k == common_depth(x, y) and x.trail[k].index < b
+
+
 @attrs.define
 class BarrierPlan(Plan):
     local: frozenset = frozenset()  # ops that get a local barrier right before them
@@ -142,6 +155,8 @@ def _plan_regions(program: Program, exact: Plan, local: frozenset) -> tuple[Barr
         if k == 0 and b == 0:
             plan.entries.append(entry)
             continue
+        if entry.exact and entry.sources and all(_before_region(x, c, y, k, b) for x, c in entry.sources):
+            continue  # every instance it waits for completed before the region's barrier
         facts = site_facts(ctx, y)
         targets = ctx.by_engine[entry.engine]
         names = ctx.names(targets)

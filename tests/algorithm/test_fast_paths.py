@@ -139,8 +139,8 @@ def _key_without(part: int):
     """A broken key: one part of the shape left out (3: the accesses' indices, 4: the
     candidates, 5: the soundness-only flag)."""
     def wrap(original):
-        def broken(program, x, y, pair, candidates, soundness_only):
-            key = list(original(program, x, y, pair, candidates, soundness_only))
+        def broken(program, x, y, pair, candidates, soundness_only, where=()):
+            key = list(original(program, x, y, pair, candidates, soundness_only, where))
             key[part] = None
             return tuple(key)
         return broken
@@ -169,8 +169,8 @@ for k in 0..2 {
 def _key_without_statement_order(original):
     """A broken key: the statement positions left out (x before y in their loop body
     looks like x after y)."""
-    def broken(program, x, y, pair, candidates, soundness_only):
-        key = list(original(program, x, y, pair, candidates, soundness_only))
+    def broken(program, x, y, pair, candidates, soundness_only, where=()):
+        key = list(original(program, x, y, pair, candidates, soundness_only, where))
         key[1], key[2] = (tuple(step[1:] for step in key[n]) for n in (1, 2))
         return tuple(key)
     return broken
