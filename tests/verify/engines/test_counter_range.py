@@ -1,13 +1,11 @@
 """The signed 32-bit range is part of soundness (docs/design.md, "Counter increments"):
 every engine reports a semaphore value or a threshold outside [-2^31, 2^31 - 1] within
-the bounds as unsound, with the reason; the happens-before engine, without a model of
-DMA queues, refuses them instead of answering (the explicit and z3 engines model them)."""
+the bounds as unsound, with the reason; every engine models DMA queues (issue 18)."""
 
 from __future__ import annotations
 
 import pytest
 
-from semantics.errors import UsageError
 from semantics.ir import INT32_MAX
 from semantics.machines import counter_range_violation
 from semantics.parser import parse, parse_file
@@ -44,8 +42,9 @@ def test_a_counter_driven_past_the_maximum_by_its_increment_is_unsound():
     assert counter_range_violation(unroll(program, {"N": 1})) is None
     why = counter_range_violation(unroll(program, {"N": 2}))
     assert why is not None and f"{INT32_MAX + 1}" in why and "C[q0]" in why
-    result = select.check(program, (("N", 0, 3),), CheckOptions(property="soundness"))
-    assert result.verdict == Verdict.UNSOUND and not result.holds  # soundness, not just bisimulation
+    for engine in ("hb", "explicit"):
+        result = select.check(program, (("N", 0, 3),), CheckOptions(property="soundness"), engine=engine)
+        assert result.verdict == Verdict.UNSOUND and not result.holds  # soundness, not just bisimulation
     # The z3 engine (which models queues and their increments) says the same, with the reason.
     result = z3_check(program, (("N", 0, 3),), Z3Options(property="soundness"))
     assert result.verdict == Verdict.UNSOUND and not result.holds
@@ -61,12 +60,14 @@ def test_counter_range_is_checked_from_exact_counts_not_only_the_instance_bound(
     assert counter_range_violation(unrolled) is None
 
 
-def test_the_hb_engine_refuses_queues_and_auto_takes_the_explicit_engine():
+@pytest.mark.parametrize("engine", ["hb", "explicit"])
+def test_every_per_valuation_engine_checks_queue_programs_and_auto_takes_hb(engine):
+    # Before issue 18 the hb engine refused queues and `auto` took the explicit engine.
     program = parse_file(str(KERNELS_DIR / "dma_trigger.sync"))
-    assert select.engine_for(program) == "explicit"
-    with pytest.raises(UsageError, match="happens-before engine does not handle DMA queues"):
-        select.check(program, (("N", 0, 1),), CheckOptions(), engine="hb")
-    assert select.check(program, (("N", 0, 3),), CheckOptions()).verdict == Verdict.BISIMILAR
+    assert select.engine_for(program) == "happens-before"
+    for chosen in (engine, "auto"):
+        result = select.check(program, (("N", 0, 3),), CheckOptions(), engine=chosen)
+        assert (result.verdict, result.holds, result.complete) == (Verdict.BISIMILAR, True, True)
 
 
 def test_the_z3_engine_checks_queue_programs():
