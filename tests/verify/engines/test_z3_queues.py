@@ -31,13 +31,14 @@ from algorithm.registry import get_strategy
 from semantics.parser import parse_file
 from semantics.printer import print_program
 from verify.cli.main import main
+from verify.engines import z3_check
 from verify.engines import z3_machines as zm
 from verify.search.generators import param_bounds, programs, valuations
 from verify.verdicts import InternalError
 
 from tests.algorithm.test_dma_strategies import expectations
 from tests.support.budget import scaled
-from tests.support.corpus import DMA_KERNELS, kernel_id
+from tests.support.corpus import DMA_DIR, DMA_KERNELS, kernel_id
 from tests.support.queues import queue_programs
 from tests.verify.engines.test_z3_engine import _FIND, HI, agreement_property, encoding_property
 
@@ -91,6 +92,15 @@ def test_engines_agree_on_the_dma_kernels(path, strategy):
 def test_engines_agree_on_generated_queue_programs(program):
     note(print_program(program))
     agreement_property(program, param_bounds(program, HI))
+
+
+@pytest.mark.parametrize("strategy, verdict", [("manual", "unsound"), ("threshold", "bisimilar"),
+                                               ("barrier", "over-synchronized")])
+def test_step_by_step_bmc_on_a_queue_kernel(strategy, verdict):
+    # The plain BMC (encoding="steps") shares the mirrored rules; small bounds, it is slow.
+    program = _dma_program(DMA_DIR / "forgot_increment.sync", strategy)
+    result = agreement_property(program, (("N", 0, 2),), z3_check.Z3Options(encoding="steps"))
+    assert result.verdict.value == verdict
 
 
 @pytest.mark.parametrize("path", DMA_KERNELS, ids=kernel_id)
