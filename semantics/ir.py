@@ -301,7 +301,8 @@ def dma_op(program: Program) -> Op | None:
 
 def uses_queues(program: Program) -> bool:
     """The program declares DMA queues (with triggers or increments): what the
-    happens-before and Z3 engines, the proof and the Lean export do not model."""
+    all-values proof and the Lean export do not model (every checker engine does,
+    since issue 18)."""
     return bool(program.queues)
 
 

@@ -64,6 +64,29 @@ def variants(draw):
     return synced
 
 
+@st.composite
+def queue_variants(draw):
+    """A program with DMA queues (tests/support/queues.py: one or two, increments 1, 2,
+    16), with waits and barriers: random waits (on queues and triggering engines too), or
+    the threshold or barrier strategy's waits, with up to three mutations."""
+    from algorithm.registry import get_strategy
+
+    from tests.support.queues import queue_programs, with_queue
+
+    kind = draw(st.integers(-1, 2))  # random waits half of the time: the strategies cost most of a run
+    if kind <= 0:
+        return draw(queue_programs(programs(synced=True, engines=(3, 5), max_instances=10)))
+    program = draw(programs(engines=(3, 5), max_instances=10))
+    program = with_queue(program, draw(st.sampled_from([1, 2, 16])), second=draw(st.sampled_from([None, 1, 16])))
+    synced = get_strategy("threshold" if kind == 1 else "barrier")(program).program
+    for _ in range(draw(st.integers(0, 3 if kind == 1 else 1))):
+        options = mutants(synced)
+        if not options:
+            break
+        synced = draw(st.sampled_from(options)).program
+    return synced
+
+
 def outcome(result):
     witness = result.witness
     return (result.verdict, result.holds, result.complete,
@@ -98,12 +121,14 @@ def differ(program, decide=happens_before.decide_valuation):
     return None
 
 
-def run_differential(examples: int, decide=happens_before.decide_valuation) -> tuple[collections.Counter, list]:
+def run_differential(examples: int, decide=happens_before.decide_valuation,
+                     queues: bool = False) -> tuple[collections.Counter, list]:
+    """Compare on `examples` generated programs (`queue_variants` with `queues`)."""
     seen: collections.Counter = collections.Counter()
     mismatches: list = []
 
     @settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(variants())
+    @given(queue_variants() if queues else variants())
     def one(program):
         found = differ(program, decide)
         if found is not None:

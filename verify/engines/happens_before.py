@@ -6,9 +6,12 @@ For one valuation the counter machine is a partial order of events: issue(y) and
 complete(y) for every instance y, and one event per barrier. Edges: each engine's
 stream order (issue(y) -> complete(y) -> the engine's next item); a barrier follows
 every engine's last event before it and precedes every engine's next item; a wait
-`F >= t` of y in barrier segment s (t >= 1) makes the t-th completion of F in segment
-s precede issue(y), and makes issue(y) impossible when F completes fewer than t
-instances in that segment. The reachable counter states are exactly the down-closed
+`F >= t` of y in barrier segment s (t >= 1) makes the k-th counted completion of F in
+segment s precede issue(y), k = ceil(t / increment(F)), and makes issue(y) impossible
+when F completes fewer than k counted instances in that segment. DMA queues
+(docs/happens-before.md, "DMA queues"): a queue is an engine; a DMA op's trigger
+(on its engine, not counted) precedes its transfer (on the queue), an edge like a wait's;
+the reference holds a trigger for its transfer's producers. The reachable counter states are exactly the down-closed
 event sets that contain every barrier whose predecessors they contain ("eager
 barriers"), so every question about reachable states becomes a question about the
 least such set holding some events, answered with vector clocks.
@@ -34,7 +37,7 @@ from __future__ import annotations
 import attrs
 
 from semantics.errors import UsageError
-from semantics.ir import Program, peer_clause, uses_queues
+from semantics.ir import Program, increments, peer_clause
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled, requirements
 
@@ -54,28 +57,33 @@ class Layout:
     engines: int
     position: tuple[int, ...]  # per instance: position in its engine's stream
     segment: tuple[int, ...]  # per instance: number of barriers before it
-    local_instance: tuple[tuple[int, ...], ...]  # per engine, per local index: the instance
+    # per engine, per local index: the instance (counted ones only: a DMA trigger has none)
+    local_instance: tuple[tuple[int, ...], ...]
     segment_start: tuple[tuple[int, ...], ...]  # per engine, per segment (and one past): first local index
     barrier_at: tuple[tuple[int, ...], ...]  # per barrier, per engine: stream position
     barrier_run_end: tuple[int, ...]  # per barrier: the last of the barriers that follow it back to back
     labels_before: tuple[tuple[int, ...], ...]  # per engine, per stream position p: labels in stream[:p]
+    previous: tuple[int, ...] = ()  # per instance: the instance before it in its stream (DMA triggers too), or -1
+    increment: tuple[int, ...] = ()  # per engine: what one counted completion adds to its counter
 
 
 def layout(unrolled: Unrolled) -> Layout:
     n_engines, n_barriers = len(unrolled.streams), len(unrolled.barriers)
     position = [0] * len(unrolled.instances)
     segment = [0] * len(unrolled.instances)
+    previous = [-1] * len(unrolled.instances)
     local_instance, segment_start, labels_before = [], [], []
     barrier_at = [[0] * n_engines for _ in range(n_barriers)]
     for engine, stream in enumerate(unrolled.streams):
-        locals_, starts, before, seen = [], [0], [0], 0
+        locals_, starts, before, seen, last = [], [0], [0], 0, -1
         for pos, item in enumerate(stream):
             if item < 0:
                 barrier_at[-1 - item][engine] = pos
                 starts.append(len(locals_))
             else:
-                position[item], segment[item] = pos, len(starts) - 1
-                locals_.append(item)
+                position[item], segment[item], previous[item], last = pos, len(starts) - 1, last, item
+                if not unrolled.instances[item].is_trigger:  # a DMA trigger does not count
+                    locals_.append(item)
                 seen += 2
             before.append(seen)
         starts.append(len(locals_))
@@ -87,20 +95,23 @@ def layout(unrolled: Unrolled) -> Layout:
         if all(barrier_at[b + 1][f] == barrier_at[b][f] + 1 for f in range(n_engines)):
             run_end[b] = run_end[b + 1]
     return Layout(n_engines, tuple(position), tuple(segment), tuple(local_instance), tuple(segment_start),
-                  tuple(tuple(b) for b in barrier_at), tuple(run_end), tuple(labels_before))
+                  tuple(tuple(b) for b in barrier_at), tuple(run_end), tuple(labels_before), tuple(previous),
+                  increments(unrolled.program))
 
 
 def wait_sources(unrolled: Unrolled, lay: Layout) -> tuple[tuple[int, ...], ...]:
     """Per instance y: the instances whose completion its waits make precede issue(y)
-    (the t-th completion of F since y's barrier), NEVER for a threshold F never reaches."""
+    (the k-th counted completion of F since y's barrier, k = ceil(t / increment(F)):
+    C[F] >= t exactly then), NEVER for a threshold F never reaches; for a DMA transfer,
+    its trigger (the transfer issues once its trigger completed)."""
     out = []
     for y in unrolled.instances:
-        sources = []
+        sources = [y.trigger] if y.trigger >= 0 else []
         seg = lay.segment[y.index]
         for f, t in y.waits:
             if t <= 0:
                 continue
-            local = lay.segment_start[f][seg] + t - 1
+            local = lay.segment_start[f][seg] + -(-t // lay.increment[f]) - 1
             sources.append(lay.local_instance[f][local] if local < lay.segment_start[f][seg + 1] else NEVER)
         out.append(tuple(sources))
     return tuple(out)
@@ -211,8 +222,16 @@ def join_completions(frontier: list[int], instances, dag: Clocks, lay: Layout, e
 
 
 def last_producers(y, need, lay: Layout) -> list[tuple[int, int]]:
-    """(instance, engine) of y's last producer on every other engine (by T_min)."""
+    """(instance, engine) of y's last producer on every other engine (by T_min; `need`
+    is the reference's: a DMA trigger's is its transfer's)."""
     return [(lay.local_instance[f][t - 1], f) for f, t in enumerate(need) if t and f != y.engine]
+
+
+def reference_needs(unrolled: Unrolled):
+    """T_min per instance as the reference machine reads it (semantics.machines.Reference):
+    a DMA trigger waits for its transfer's producers, the transfer for none (its trigger
+    is a wait source, `wait_sources`)."""
+    return Reference(unrolled).need if any(i.is_trigger for i in unrolled.instances) else requirements(unrolled)
 
 
 Finding = tuple  # (trace length, verdict, frontier)
@@ -249,8 +268,10 @@ def find_over_synchronized(unrolled: Unrolled, lay: Layout, dag: Clocks, sources
 
     for y in unrolled.instances:
         prerequisites = [x for x, _ in last_producers(y, need[y.index], lay)]
-        if y.local:
-            prerequisites.append(lay.local_instance[y.engine][y.local - 1])
+        if lay.previous[y.index] >= 0:  # the engine's previous instance (a DMA trigger too)
+            prerequisites.append(lay.previous[y.index])
+        if y.trigger >= 0:  # a DMA transfer: the reference also waits for its trigger
+            prerequisites.append(y.trigger)
         pos = position[y.index]
         after_barrier = pos > 0 and unrolled.streams[y.engine][pos - 1] < 0
         if not after_barrier and all(any(precedes(x, r) for r in prerequisites) for x in sources[y.index]):
@@ -264,13 +285,14 @@ def find_over_synchronized(unrolled: Unrolled, lay: Layout, dag: Clocks, sources
     return best
 
 
-def decide(unrolled: Unrolled, sources_of=wait_sources, close=pass_barriers) -> ValuationResult:
-    """The verdict of one valuation, with a shortest witness. `sources_of` and `close` are
-    the two rules of the construction (the tests swap in broken ones to see them caught)."""
+def decide(unrolled: Unrolled, sources_of=wait_sources, close=pass_barriers, needs_of=reference_needs) -> ValuationResult:
+    """The verdict of one valuation, with a shortest witness. `sources_of`, `close` and
+    `needs_of` are the rules of the construction (the tests swap in broken ones to see
+    them caught)."""
     lay = layout(unrolled)
     sources = sources_of(unrolled, lay)
     dag = clocks(unrolled, lay, sources)
-    need = requirements(unrolled)
+    need = needs_of(unrolled)
     finding = find_unsound(unrolled, lay, dag, need)
     if finding is None and any(v < 2 * len(s) for v, s in zip(dag.stuck, unrolled.streams)):
         finding = (label_count(dag.stuck, lay), Verdict.DEADLOCK, list(dag.stuck))
@@ -320,8 +342,4 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: C
     if clause is not None:
         raise UsageError(f"the happens-before engine does not handle '{clause.kind}' clauses "
                          f"(line {clause.loc.line if clause.loc else '?'}); use --engine explicit")
-    if uses_queues(program):
-        raise UsageError(f"the happens-before engine does not handle DMA queues (`queue {program.queues[0].name}`, "
-                         f"line {program.queues[0].loc.line if program.queues[0].loc else '?'}): its event order has "
-                         "no triggers and counts every counter by one; use --engine explicit")
     return check_valuations(program, bounds, options, decide_valuation, ENGINE, fan_out)

@@ -41,7 +41,7 @@ import attrs
 import z3
 
 from semantics.errors import KernelError, UsageError
-from semantics.ir import Program, peer_clause, uses_queues
+from semantics.ir import Program, peer_clause
 from verify.engines.witness import range_check
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import UnrollLimit, unroll
@@ -221,11 +221,6 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
         where = f" (line {clause.loc.line})" if clause.loc else ""
         raise UsageError(f"the z3 engine does not support the peer clause '{clause.kind}'{where}: "
                          f"check this program with --engine explicit")
-    if uses_queues(program):
-        # The Z3 machines have no triggers and count by one: refuse rather than answer wrongly.
-        queue = program.queues[0]
-        raise UsageError(f"the z3 engine does not support DMA queues (`queue {queue.name}`, line "
-                         f"{queue.loc.line if queue.loc else '?'}): check this program with --engine explicit")
     start = time.monotonic()
     deadline = start + options.timeout if options.timeout else None
     every = valuations(bounds)
@@ -330,15 +325,15 @@ def _replay(pp: zm.PotentialProgram, model, values: dict, labels: list, kind: Ve
         return model.eval(term, model_completion=True)
 
     unrolled = unroll(pp.program, values)
-    index = {(i.op.name, i.env): i.index for i in unrolled.instances}
+    index = {zm.instance_ident(i): i.index for i in unrolled.instances}
     for y in pp.instances:
-        if z3.is_true(value(y.exists)) != ((y.op.name, y.env) in index):
+        if z3.is_true(value(y.exists)) != (y.ident in index):
             raise InternalError(f"z3 model and unroll disagree on whether {y.op.name}{dict(y.env)} occurs at {values}")
     ref, ctr = Reference(unrolled), Counter(unrolled)
     state = (ref.initial(), ctr.initial())
     parent: dict = {state: None}
     for k, (label_kind, y) in enumerate(labels):
-        label = Label(label_kind, index[(y.op.name, y.env)])
+        label = Label(label_kind, index[y.ident])
         r, c = state
         if label not in ctr.enabled(c) or label not in ref.enabled(r):
             raise InternalError(f"z3 run step {k + 1} ({label_kind} {y.op.name}{dict(y.env)}) "

@@ -26,11 +26,15 @@ events before T. (Times -> run) Sort the events before T by time, completions be
 issues at equal times. Each engine's events are strictly ordered by 1-2. An issue at
 time t was enabled on the events strictly before t; the events tied with it are other
 engines' issues (which change no counter and no completion) and completions (which only
-raise counters and complete producers: enabledness is monotone in them within one
-barrier epoch), and no barrier pass ties with an issue (3 puts B(b) at or after the
+raise counters, complete producers and complete DMA triggers, on which a transfer
+waits: enabledness is monotone in them within one barrier epoch), and no barrier pass ties with an issue (3 puts B(b) at or after the
 ends before b, strictly before the starts after it). A barrier pass is placed right
 after the last completion it waits for (3), where the counter machine passes it too.
 So the sorted events are a run of both machines ending in the state at T.
+
+DMA queues are engines of the potential program (their streams hold their transfers and
+every barrier), so 1-3 hold for them as for any engine: FIFO per queue, and a barrier
+passes once the queues drained.
 
 No depth bound is involved: one query covers every reachable state of every valuation
 within the bounds, so an `unsat` answer is complete.

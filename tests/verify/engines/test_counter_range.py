@@ -1,13 +1,11 @@
 """The signed 32-bit range is part of soundness (docs/design.md, "Counter increments"):
 every engine reports a semaphore value or a threshold outside [-2^31, 2^31 - 1] within
-the bounds as unsound, with the reason; the engines without a model of DMA queues
-refuse them instead of answering."""
+the bounds as unsound, with the reason; every engine models DMA queues (issue 18)."""
 
 from __future__ import annotations
 
 import pytest
 
-from semantics.errors import UsageError
 from semantics.ir import INT32_MAX
 from semantics.machines import counter_range_violation
 from semantics.parser import parse, parse_file
@@ -44,8 +42,15 @@ def test_a_counter_driven_past_the_maximum_by_its_increment_is_unsound():
     assert counter_range_violation(unroll(program, {"N": 1})) is None
     why = counter_range_violation(unroll(program, {"N": 2}))
     assert why is not None and f"{INT32_MAX + 1}" in why and "C[q0]" in why
-    result = select.check(program, (("N", 0, 3),), CheckOptions(property="soundness"))
-    assert result.verdict == Verdict.UNSOUND and not result.holds  # soundness, not just bisimulation
+    for engine in ("hb", "explicit"):
+        result = select.check(program, (("N", 0, 3),), CheckOptions(property="soundness"), engine=engine)
+        assert result.verdict == Verdict.UNSOUND and not result.holds  # soundness, not just bisimulation
+    # The z3 engine (which models queues and their increments) says the same, with the reason.
+    result = z3_check(program, (("N", 0, 3),), Z3Options(property="soundness"))
+    assert result.verdict == Verdict.UNSOUND and not result.holds
+    assert dict(result.witness.unrolled.valuation) == {"N": 2}
+    assert any("32-bit range" in line and "C[q0]" in line for line in result.witness.explanation)
+    assert z3_check(program, (("N", 0, 1),), Z3Options()).verdict == Verdict.BISIMILAR
 
 
 def test_counter_range_is_checked_from_exact_counts_not_only_the_instance_bound():
@@ -55,11 +60,18 @@ def test_counter_range_is_checked_from_exact_counts_not_only_the_instance_bound(
     assert counter_range_violation(unrolled) is None
 
 
-def test_engines_without_a_queue_model_refuse_queues_and_auto_takes_the_explicit_engine():
+@pytest.mark.parametrize("engine", ["hb", "explicit"])
+def test_every_per_valuation_engine_checks_queue_programs_and_auto_takes_hb(engine):
+    # Before issue 18 the hb engine refused queues and `auto` took the explicit engine.
     program = parse_file(str(KERNELS_DIR / "dma_trigger.sync"))
-    assert select.engine_for(program) == "explicit"
-    with pytest.raises(UsageError, match="happens-before engine does not handle DMA queues"):
-        select.check(program, (("N", 0, 1),), CheckOptions(), engine="hb")
-    with pytest.raises(UsageError, match="z3 engine does not support DMA queues"):
-        z3_check(program, (("N", 0, 1),), Z3Options())
-    assert select.check(program, (("N", 0, 3),), CheckOptions()).verdict == Verdict.BISIMILAR
+    assert select.engine_for(program) == "happens-before"
+    for chosen in (engine, "auto"):
+        result = select.check(program, (("N", 0, 3),), CheckOptions(), engine=chosen)
+        assert (result.verdict, result.holds, result.complete) == (Verdict.BISIMILAR, True, True)
+
+
+def test_the_z3_engine_checks_queue_programs():
+    # It refused them before issue 18 (tests/verify/engines/test_z3_queues.py: agreement).
+    program = parse_file(str(KERNELS_DIR / "dma_trigger.sync"))
+    result = z3_check(program, (("N", 0, 3),), Z3Options())
+    assert (result.verdict, result.holds, result.complete) == (Verdict.BISIMILAR, True, True)

@@ -5,15 +5,22 @@ waits, and exact waits perturbed so that every verdict occurs), the two
 engines must give the same verdict, failing valuation and trace length; every
 happens-before trace must replay on both machines to a state where they disagree.
 Two deliberately broken variants (tests/support/broken_engines.py) must be caught.
+The same on generated programs with DMA queues (docs/happens-before.md, "DMA queues"),
+on every DMA kernel for the manual, threshold and barrier strategies, and three
+variants broken only in a queue rule must be caught there.
 """
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, Phase, find, settings
 
 from semantics.parser import parse
-from tests.support.broken_engines import BROKEN
-from tests.support.differential import run_differential
+from algorithm.registry import get_strategy
+from semantics.parser import parse_file
+from tests.support.broken_engines import BROKEN, BROKEN_QUEUES
+from tests.support.corpus import DMA_KERNELS, kernel_id
+from tests.support.differential import differ, queue_variants, run_differential
 from verify.engines import happens_before
 from verify.engines.explicit import InternalError
 from verify.engines.explicit import check as explicit_check
@@ -41,6 +48,32 @@ def test_agrees_with_the_explicit_engine_at_length():
 def test_a_broken_engine_is_caught(name):
     _, mismatches = run_differential(400, BROKEN[name])
     assert mismatches, f"the differential test does not catch the engine {name}"
+
+
+def test_agrees_with_the_explicit_engine_on_queue_programs():
+    seen, mismatches = run_differential(200, queues=True)
+    assert not mismatches, mismatches[0]
+    for verdict in (Verdict.BISIMILAR, Verdict.UNSOUND, Verdict.DEADLOCK, Verdict.OVER_SYNCHRONIZED):
+        assert seen[verdict] >= 1, seen
+
+
+@pytest.mark.parametrize("strategy", ["manual", "threshold", "barrier"])
+@pytest.mark.parametrize("path", DMA_KERNELS, ids=kernel_id)
+def test_agrees_with_the_explicit_engine_on_the_dma_kernels(path, strategy):
+    program = get_strategy(strategy)(parse_file(str(path))).program
+    assert differ(program) is None
+
+
+# The first example caught is enough (no shrinking: it reruns both engines many times).
+_FIND = settings(database=None, derandomize=True, max_examples=300, deadline=None,
+                 suppress_health_check=list(HealthCheck), phases=(Phase.explicit, Phase.generate))
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN) + sorted(BROKEN_QUEUES))
+def test_a_broken_engine_is_caught_on_queue_programs(name):
+    broken = {**BROKEN, **BROKEN_QUEUES}[name]
+    found = find(queue_variants(), lambda program: differ(program, broken) is not None, settings=_FIND)
+    assert found.queues and differ(found) is None  # the real engine agrees there: the break is what differs
 
 
 # Bisimilar: c overwrites everything B read before the barrier, so the barrier holds
