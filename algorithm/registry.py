@@ -116,7 +116,11 @@ def _sync_barrier(program: Program) -> SyncResult:
 def _sync_snax_barrier(program: Program) -> SyncResult:
     from algorithm.snax_barrier import snax_barrier
 
-    refuse_queues(program, "snax-barrier")
+    if program.queues:
+        # SNAX has no triggered DMA: the rule runs on the transfer view, where each
+        # transfer is dispatched to its queue as an op to its core, and the barriers it
+        # places stay where they are (a barrier waits for the queues to drain).
+        return _on_queues(_sync_snax_barrier, program)
     synced = snax_barrier(program)
     return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
 
