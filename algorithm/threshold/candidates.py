@@ -248,8 +248,21 @@ def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay, where=(), 
             out += [simplify_cond(c) for c in overlap_conditions(_subst_index(ix, env_u), iy)]
     out += [simplify_cond(subst(w, env_u)) for w in where if not any(mentions(w, v) for v in later_vars)]
     if deep:
+        # The second analysis also reads an else branch's negated comparison as the
+        # comparison it means (`not j > 0` is `j <= 0`: an upper bound on j that pins it
+        # to its loop's lower end); only a guess, proved by Z3 like every other.
+        out += [negated(c.operand) for c in out if isinstance(c, Not) and isinstance(c.operand, Compare)
+                and c.operand.op != "=="]
         out += _projected(x, n, env_u, u, ax, ay, where, placeholder)
     return out
+
+
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "!=": "=="}
+
+
+def negated(c: Compare) -> Compare:
+    """The comparison that `not c` means over the integers."""
+    return Compare(_NEGATED[c.op], c.left, c.right)
 
 
 def _projected(x: Site, n: int, env_u, u, ax, ay, where, placeholder) -> list:

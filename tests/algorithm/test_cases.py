@@ -142,7 +142,7 @@ def test_projection_check_catches_a_wrong_combination():
 
 
 SECOND_ANALYSIS_CASES = ["causal_guard_outer_tile", "symbolic_coefficient_range", "piecewise_max_index",
-                         "clamped_previous_index"]
+                         "clamped_previous_index", "else_pins_lower_end"]
 
 
 @pytest.mark.parametrize("name", SECOND_ANALYSIS_CASES)
@@ -160,3 +160,14 @@ def test_second_analysis_makes_these_cases_exact(monkeypatch, name):
     assert all(e.exact for e in plan_thresholds(program).entries)
     monkeypatch.setattr(plan_mod, "second_chance", lambda *args, **kwargs: None)
     assert not all(e.exact for e in plan_thresholds(program).entries), "the case does not need the second analysis"
+
+
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">=", "!="])
+def test_negated_comparison_means_the_negation(op):
+    """The second analysis reads `not (a op b)` as `negated(a op b)`: equal on every
+    pair of small integers."""
+    from algorithm.threshold.candidates import negated
+
+    c = Compare(op, Var("i"), Var("N"))
+    for env in POINTS:
+        assert eval_cond(negated(c), env) == (not eval_cond(c, env)), env
