@@ -19,7 +19,7 @@ from algorithm.threshold.cases import piecewise_cases, project
 from semantics.evaluate import EvalError, eval_cond, eval_expr
 from semantics.ir import Access, BinOp, Compare, Const, Max, Not, Var
 from semantics.parser import parse
-from verify.search.generators import conditions, expressions
+from verify.search.generators import expressions
 
 NAMES = ("i", "N")
 POINTS = [dict(zip(NAMES, values)) for values in itertools.product(range(-3, 6), repeat=len(NAMES))]

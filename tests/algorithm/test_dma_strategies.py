@@ -7,7 +7,6 @@ caught; strategies without a model of queues refuse them."""
 from __future__ import annotations
 
 import json
-import re
 import shlex
 
 import pytest
@@ -27,17 +26,8 @@ from verify.verdicts import CheckOptions, Verdict
 
 from tests.support.broken_strategies import forget_increment
 from tests.support.budget import scaled
-from tests.support.corpus import DMA_KERNELS, KERNELS_DIR, bounds_of, kernel_id
+from tests.support.corpus import DMA_KERNELS, KERNELS_DIR, bounds_of, expectations, kernel_id
 
-
-def expectations(path) -> dict[str, list[str]]:
-    """The `# expect[-KIND]: VALUE` lines of a kernel (the format of tests/test_corpus.py)."""
-    found: dict[str, list[str]] = {}
-    for line in path.read_text().splitlines():
-        match = re.match(r"^\s*#\s*expect((?:-[a-z]+)?)\s*:\s*(.*?)\s*$", line)
-        if match:
-            found.setdefault(match.group(1), []).append(match.group(2))
-    return found
 
 REFEREE = [p for p in DMA_KERNELS if p.stem in ("dma_trigger", "dma_gather")]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from semantics.ir import Program
@@ -29,3 +30,13 @@ def kernel_id(path: Path) -> str:
 
 def bounds_of(program: Program, hi: int = HI):
     return tuple((p.name, 0, hi) for p in program.params)
+
+
+def expectations(path) -> dict[str, list[str]]:
+    """The `# expect[-KIND]: VALUE` lines of a kernel (the format of tests/test_corpus.py)."""
+    found: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines():
+        match = re.match(r"^\s*#\s*expect((?:-[a-z]+)?)\s*:\s*(.*?)\s*$", line)
+        if match:
+            found.setdefault(match.group(1), []).append(match.group(2))
+    return found

@@ -36,13 +36,12 @@ from verify.engines import z3_machines as zm
 from verify.search.generators import param_bounds, programs, valuations
 from verify.verdicts import InternalError
 
-from tests.algorithm.test_dma_strategies import expectations
 from tests.support.budget import scaled
-from tests.support.corpus import DMA_DIR, DMA_KERNELS, kernel_id
+from tests.support.corpus import DMA_DIR, DMA_KERNELS, expectations, kernel_id
 from tests.support.queues import queue_programs
-from tests.verify.engines.test_z3_engine import _FIND, HI, agreement_property, encoding_property
+from tests.support.z3_properties import FIND_SETTINGS, HI, agreement_property, encoding_property
 
-_choices = st.lists(st.integers(0, 5), min_size=0, max_size=40)
+CHOICES = st.lists(st.integers(0, 5), min_size=0, max_size=40)
 
 
 def _queue_programs(synced=True, max_instances=12):
@@ -56,7 +55,7 @@ def _with_valuation(programs_):
 # ------------------------------------------------------------------ 1. encoding agreement
 
 
-@given(_with_valuation(st.one_of(_queue_programs(), _queue_programs(synced=False))), _choices)
+@given(_with_valuation(st.one_of(_queue_programs(), _queue_programs(synced=False))), CHOICES)
 def test_mirrored_rules_agree_with_the_machines_on_queue_programs(program_values, choices):
     program, values = program_values
     note(print_program(program))
@@ -175,7 +174,7 @@ def _detects(prop, *args) -> bool:
 def test_teeth_the_encoding_property_catches_each_broken_queue_rule(broken, monkeypatch):
     BROKEN[broken](monkeypatch)
     found = find(_with_valuation(_queue_programs()),
-                 lambda pv: _detects(encoding_property, pv[0], pv[1], [0] * 40), settings=_FIND)
+                 lambda pv: _detects(encoding_property, pv[0], pv[1], [0] * 40), settings=FIND_SETTINGS)
     monkeypatch.undo()  # the rule unbroken, the same example passes: the break is what failed
     assert found[0].queues and not _detects(encoding_property, found[0], found[1], [0] * 40), \
         print_program(found[0])
