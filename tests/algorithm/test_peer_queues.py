@@ -8,7 +8,7 @@ channels Q -> G. The strategies plan the transfer view (algorithm/queues.py) and
 Checked here: the machine fires a DMA op's signals at the transfer's completion (with a
 teeth test: a machine firing them at the trigger's completion is caught as unsound by the
 explicit engine); the peers' output on every DMA kernel and on generated queue programs
-is sound and deadlock-free (explicit engine, parameters 0..2); restore keeps the clauses,
+is sound and deadlock-free (explicit engine, parameters 0..3 on the kernels, 0..2 generated); restore keeps the clauses,
 the queues and the DMA ops, and turns a sync-only op the plan put on a queue into a DMA
 op; no sync point is planned from a queue's triggering engine to the queue.
 """
@@ -129,7 +129,8 @@ def _checked(program, strategy, bounds=None):
     assert {op.name: op.queue for op in ops(program) if op.queue} == \
         {op.name: op.queue for op in ops(out) if op.queue and op.name in {o.name for o in ops(program)}}
     assert not any(op.engine in {q.name for q in out.queues} for op in ops(out))
-    return out, check(out, bounds if bounds is not None else bounds_of(program, 2), SOUNDNESS)
+    # parameters 0..3 by default: a double buffer is reused two iterations later
+    return out, check(out, bounds if bounds is not None else bounds_of(program, 3), SOUNDNESS)
 
 
 @pytest.mark.parametrize("strategy", PEERS)
@@ -179,3 +180,21 @@ def test_teeth_the_peers_output_on_a_dma_kernel_needs_its_dma_clauses(strategy):
 def test_peer_output_on_generated_queue_programs_is_sound_and_deadlock_free(strategy, program):
     _, result = _checked(program, strategy, param_bounds(program, 2))
     assert result.holds, result.witness and result.witness.explanation
+
+
+@pytest.mark.parametrize("strategy", PEERS)
+def test_teeth_only_the_triggering_engine_to_its_queue_is_implied(strategy):
+    """The other direction is a real dependence: a plan that also skipped Q -> E (E
+    overwrites what a transfer reads, dma_trigger's double buffers) is caught."""
+    from algorithm.queues import restore
+    from algorithm.registry import _sync_flags, _sync_tokens
+
+    path = next(p for p in DMA_KERNELS if p.stem == "dma_trigger")
+    program = parse_file(str(path))
+    both = implied_pairs(program) | {(q, e) for e, q in implied_pairs(program)}
+    run = _sync_flags if strategy == "flags" else _sync_tokens
+    wrong = restore(program, run(transfer_view(program), both).program)
+    # the buffer y[i % 2] is reused two iterations later: N = 3 needed
+    assert check(wrong, bounds_of(program, 3), SOUNDNESS).verdict == Verdict.UNSOUND
+    right = get_strategy(strategy)(program).program
+    assert check(right, bounds_of(program, 3), SOUNDNESS).holds
