@@ -198,3 +198,18 @@ def test_teeth_only_the_triggering_engine_to_its_queue_is_implied(strategy):
     assert check(wrong, bounds_of(program, 3), SOUNDNESS).verdict == Verdict.UNSOUND
     right = get_strategy(strategy)(program).program
     assert check(right, bounds_of(program, 3), SOUNDNESS).holds
+
+
+def test_a_dma_ops_signal_cost_is_paid_on_its_queue():
+    """Timing follows the split: the set's cost comes after the transfer, on Q."""
+    from verify.timing.scheduler import load_profile, simulate
+
+    profile = load_profile("trainium")
+    signalled = parse(SIGNAL_AT_TRANSFER["setflag"])
+    bare = parse("engines A B\nqueue q\nA t via q writes x lat 100\nB r reads x\n")
+    one, two = simulate(unroll(signalled, {}), profile), simulate(unroll(bare, {}), profile)
+    q = signalled.engines.index("q")
+    assert profile.flag_set_cycles > 0
+    assert one.overhead[q] == two.overhead[q] + profile.flag_set_cycles  # on the queue, not on A
+    assert one.overhead[0] == two.overhead[0]
+    assert one.cycles >= two.cycles + profile.flag_set_cycles
