@@ -138,10 +138,11 @@ def _shifted_rings(loop, point, flag: int, credit: int, rings: int, signal) -> L
     return Lowered(signal, wait, prime, drain)
 
 
-def lower_flags(program: Program, forward_rings: int = 2, compact: bool = False) -> Program:
-    """The flags program (raises OutOfIds)."""
+def lower_flags(program: Program, forward_rings: int = 2, compact: bool = False,
+                implied: frozenset = frozenset()) -> Program:
+    """The flags program (raises OutOfIds); `implied` as for `algorithm.peers.plan`."""
     program = strip_sync(program)
-    plans = plan(program)
+    plans = plan(program, implied)
 
     def need(block, point):
         rings = _rings(block, point, forward_rings, compact)
@@ -198,14 +199,14 @@ def lower_flags(program: Program, forward_rings: int = 2, compact: bool = False)
     return rewrite(program, plans, lower, start, end)
 
 
-def flags(program: Program) -> tuple[Program, dict]:
+def flags(program: Program, implied: frozenset = frozenset()) -> tuple[Program, dict]:
     """The flags strategy and its statistics: the fewest rings only when ids run short."""
     from algorithm.barrier import barrier
 
     notes = []
     for rings, compact in ((2, False), (2, True), (1, False), (1, True)):
         try:
-            return lower_flags(program, rings, compact), {"fallback": 0, "forward_rings": rings,
+            return lower_flags(program, rings, compact, implied), {"fallback": 0, "forward_rings": rings,
                                                           "compact": compact, "notes": notes}
         except OutOfIds as why:
             notes.append(f"with {rings} ring(s) per same-iteration point{', compact' if compact else ''}: {why}")

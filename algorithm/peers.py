@@ -153,9 +153,11 @@ def _covered(groups: list[tuple[int, int]], p: int, q: int, d: int) -> bool:
     return any(cut <= q or d >= 2 or after >= p for after, cut in groups)
 
 
-def plan_block(conflicts: _Conflicts, body: tuple, loop: For | None, shared: tuple[str, ...]) -> list[SyncPoint]:
+def plan_block(conflicts: _Conflicts, body: tuple, loop: For | None, shared: tuple[str, ...],
+               implied: frozenset = frozenset()) -> list[SyncPoint]:
     """Sync points of one block; `shared` are the enclosing loop variables (equal for
-    both instances in one run of the block)."""
+    both instances in one run of the block). `implied`: ordered engine pairs whose edges
+    need no point (a producer engine and a DMA queue it triggers, algorithm/queues.py)."""
     items = [_ops_in(stmt) for stmt in body]
     same: dict[tuple[str, str], list[tuple[int, int]]] = {}
     carried: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
@@ -165,13 +167,13 @@ def plan_block(conflicts: _Conflicts, body: tuple, loop: For | None, shared: tup
                 for y in items[q]:
                     if x.engine == y.engine or not conflicting_pairs(x, y):
                         continue
-                    if p < q and conflicts.may(x.name, y.name, shared + ((loop.var,) if loop else ()), None, 0, False):
+                    if p < q and (x.engine, y.engine) not in implied and conflicts.may(x.name, y.name, shared + ((loop.var,) if loop else ()), None, 0, False):
                         same.setdefault((x.engine, y.engine), []).append((p, q))
                     if loop is None:
                         continue
                     # across iterations, both ways: producer in the earlier iteration
                     for (a, ia), (b, ib) in (((x, p), (y, q)), ((y, q), (x, p))):
-                        if conflicts.may(a.name, b.name, shared, loop.var, 1, False):
+                        if (a.engine, b.engine) not in implied and conflicts.may(a.name, b.name, shared, loop.var, 1, False):
                             distance = 1 if conflicts.may(a.name, b.name, shared, loop.var, 1, True) else 2
                             carried.setdefault((a.engine, b.engine), []).append((ia, ib, distance))
     points, groups = [], {}
@@ -185,13 +187,14 @@ def plan_block(conflicts: _Conflicts, body: tuple, loop: For | None, shared: tup
     return points
 
 
-def plan(program: Program) -> list[BlockPlan]:
-    """Every block's sync points, outermost block first. `program` is sync-free."""
+def plan(program: Program, implied: frozenset = frozenset()) -> list[BlockPlan]:
+    """Every block's sync points, outermost block first. `program` is sync-free; for
+    `implied` see `plan_block`."""
     conflicts = _Conflicts(program)
     plans: list[BlockPlan] = []
 
     def visit(body, path, loop, shared):
-        plans.append(BlockPlan(path, loop, tuple(plan_block(conflicts, body, loop, shared))))
+        plans.append(BlockPlan(path, loop, tuple(plan_block(conflicts, body, loop, shared, implied))))
         inner_shared = shared + ((loop.var,) if loop else ())
         for index, stmt in enumerate(body):
             match stmt:

@@ -10,7 +10,7 @@ import attrs
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
 
-from algorithm.queues import refuse_queues, semaphores, with_queues
+from algorithm.queues import implied_pairs, semaphores, with_queues
 
 
 @attrs.frozen
@@ -125,19 +125,21 @@ def _sync_snax_barrier(program: Program) -> SyncResult:
     return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
 
 
-def _sync_flags(program: Program) -> SyncResult:
+def _sync_flags(program: Program, implied: frozenset = frozenset()) -> SyncResult:
     from algorithm.flags import flags
 
-    refuse_queues(program, "flags")
-    synced, stats = flags(program)
+    if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py, docs/peers.md "DMA ops")
+        return _on_queues(lambda view: _sync_flags(view, implied_pairs(program)), program)
+    synced, stats = flags(program, implied)
     return SyncResult(synced, {"strategy": "flags", **_counts(synced), **stats})
 
 
-def _sync_tokens(program: Program) -> SyncResult:
+def _sync_tokens(program: Program, implied: frozenset = frozenset()) -> SyncResult:
     from algorithm.tokens import tokens
 
-    refuse_queues(program, "tokens")
-    synced, stats = tokens(program)
+    if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py, docs/peers.md "DMA ops")
+        return _on_queues(lambda view: _sync_tokens(view, implied_pairs(program)), program)
+    synced, stats = tokens(program, implied)
     return SyncResult(synced, {"strategy": "tokens", **_counts(synced), **stats})
 
 

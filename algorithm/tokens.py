@@ -46,10 +46,10 @@ class OutOfQueues(Exception):
     """More than 8 queues on some engine pair (internal: triggers the fallback)."""
 
 
-def lower_tokens(program: Program) -> Program:
-    """The tokens program (raises OutOfQueues)."""
+def lower_tokens(program: Program, implied: frozenset = frozenset()) -> Program:
+    """The tokens program (raises OutOfQueues); `implied` as for `algorithm.peers.plan`."""
     program = strip_sync(program)
-    plans = plan(program)
+    plans = plan(program, implied)
     base, height = allocate(plans, lambda block, point: [("queue", point.source, point.target, 1)])
     for (_, source, target), count in height.items():
         if count > QUEUES:
@@ -66,11 +66,11 @@ def lower_tokens(program: Program) -> Program:
     return rewrite(program, plans, lower, {}, {})
 
 
-def tokens(program: Program) -> tuple[Program, dict]:
+def tokens(program: Program, implied: frozenset = frozenset()) -> tuple[Program, dict]:
     """The tokens strategy and its statistics."""
     from algorithm.barrier import barrier
 
     try:
-        return lower_tokens(program), {"fallback": 0, "notes": []}
+        return lower_tokens(program, implied), {"fallback": 0, "notes": []}
     except OutOfQueues as why:
         return barrier(strip_sync(program)), {"fallback": 1, "notes": [f"{why}; fell back to the barrier strategy"]}

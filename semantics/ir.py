@@ -189,7 +189,10 @@ TOKEN_DEPTH = 8  # tokens a queue holds; a push onto a full queue blocks the pus
 class Sync:
     """A peer's sync primitive on an op (docs/peers.md):
     `setflag E:id` / `push E:q` act when the instance completes, towards engine E;
-    `waitflag E:id` / `pop E:q` are part of its issue, on the flag or queue from E."""
+    `waitflag E:id` / `pop E:q` are part of its issue, on the flag or queue from E.
+    E may be a DMA queue. On a DMA op `via Q` the op's end of the channel is Q:
+    `waitflag` / `pop` are part of its trigger's issue, `setflag` / `push` act when its
+    transfer completes (docs/peers.md, "DMA ops")."""
 
     kind: str  # one of SYNC_KINDS
     engine: str

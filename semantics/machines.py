@@ -27,6 +27,10 @@ completes it. Labels are `issue(y)` and `complete(y)` for instances y.
   completion. Setting a flag that is already set is a hardware error on Ascend: the
   machine goes to an error state (no step enabled; `error(state)` says why) and the
   checker reports it as unsound.
+  On a DMA op `E x via Q` the channels' own end is the queue Q: the trigger (on E)
+  waits for / pops from channels F -> Q at its issue, and the transfer (on Q) sets /
+  pushes on channels Q -> G at its completion (docs/peers.md, "DMA ops"); a transfer
+  that would push onto a full queue does not issue.
 """
 
 from __future__ import annotations
@@ -178,13 +182,14 @@ class Counter:
         self.wait_bits, self.set_bits, self.pops, self.pushes = [], [], [], []
         for inst in unrolled.instances:
             wait_bits, set_bits, pops, pushes = 0, [], {}, {}
+            own = inst.channel_end(unrolled)  # a trigger waits on its queue's channels
             for kind, other, ident in inst.syncs:
                 if kind == "waitflag":
-                    wait_bits |= 1 << self.flag_index(other, inst.engine, ident)
+                    wait_bits |= 1 << self.flag_index(other, own, ident)
                 elif kind == "setflag":
-                    set_bits.append(self.flag_index(inst.engine, other, ident))
+                    set_bits.append(self.flag_index(own, other, ident))
                 else:
-                    key = (other, inst.engine, ident) if kind == "pop" else (inst.engine, other, ident)
+                    key = (other, own, ident) if kind == "pop" else (own, other, ident)
                     slot = queues.setdefault(key, n + 1 + len(queues))
                     table = pops if kind == "pop" else pushes
                     table[slot] = table.get(slot, 0) + 1
@@ -289,7 +294,8 @@ class Counter:
             return []
         engines, y, out = self.unrolled.program.engines, instance.index, []
         for kind, other, ident in instance.syncs:
-            if kind == "waitflag" and not state[self.engines] >> self.flag_index(other, instance.engine, ident) & 1:
+            if kind == "waitflag" and not state[self.engines] >> self.flag_index(
+                    other, instance.channel_end(self.unrolled), ident) & 1:
                 out.append(f"waitflag {engines[other]}:{ident}: the flag is not set")
         for table, word in ((self.pops[y], "pop"), (self.pushes[y], "push")):
             for slot, count in table:

@@ -18,7 +18,7 @@ import attrs
 from semantics.errors import EvalError, UsageError
 from semantics.compiled import compiler
 from semantics.evaluate import eval_expr
-from semantics.ir import FLAG_IDS, QUEUES, Barrier, For, If, Loc, Op, Program, Range
+from semantics.ir import FLAG_IDS, QUEUES, SIGNAL_KINDS, Barrier, For, If, Loc, Op, Program, Range
 
 Element = tuple  # (buffer, index values...)
 
@@ -39,12 +39,19 @@ class Instance:
     # A DMA op (`via Q`) is two instances, adjacent in program order: the trigger on the
     # op's engine (no accesses; the op's waits; it does not count on its engine's counter,
     # local -1) and the transfer on queue Q (the accesses; no waits). Each names the other.
+    # Peer clauses split: the trigger has the op's waitflag / pop, the transfer its setflag /
+    # push; the channels' own end is Q for both (`channel_end`).
     trigger: int = -1  # on a transfer: the index of its trigger
     transfer: int = -1  # on a trigger: the index of its transfer
 
     @property
     def is_trigger(self) -> bool:
         return self.transfer >= 0
+
+    def channel_end(self, unrolled: "Unrolled") -> int:
+        """The engine at this instance's end of its flag and token channels: its own, or
+        for a trigger its transfer's queue (docs/peers.md, "DMA ops")."""
+        return unrolled.instances[self.transfer].engine if self.is_trigger else self.engine
 
     def describe(self) -> str:
         env = ", ".join(f"{k}={v}" for k, v in self.env)
@@ -115,8 +122,13 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
                     if stmt.queue is not None:  # the trigger on the op's engine, then the transfer
+                        # Peer clauses (docs/peers.md, "DMA ops"): `waitflag` / `pop` are part of
+                        # the trigger's issue, `setflag` / `push` act at the transfer's completion;
+                        # both on channels whose own end is the queue.
                         trigger = Instance(len(instances), stmt, tuple(loop_env), engine, -1, (), waits,
+                                           tuple(s for s in syncs if s[0] not in SIGNAL_KINDS),
                                            transfer=len(instances) + 1)
+                        syncs = tuple(s for s in syncs if s[0] in SIGNAL_KINDS)
                         instances.append(trigger)
                         streams[engine].append(trigger.index)
                         engine, waits = engine_number[stmt.queue], ()

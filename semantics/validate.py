@@ -98,13 +98,13 @@ def _check_queue_use(program: Program, op: Op) -> None:
             declared = " ".join(sorted(queues)) or "none"
             raise KernelError(f"unknown DMA queue '{op.queue}' in via (declared queues: {declared}; "
                               f"declare it with `queue {op.queue}`)", op.loc)
-        if op.syncs:
-            raise KernelError(f"op '{op.name}' triggers a DMA transfer (`via {op.queue}`): it cannot carry "
-                              f"{op.syncs[0].kind} clauses", op.syncs[0].loc or op.loc)
-    for sync in op.syncs:
-        if sync.engine in queues:
-            raise KernelError(f"{sync.kind} {sync.engine}: '{sync.engine}' is a DMA queue; flags and token "
-                              "queues connect compute engines", sync.loc)
+        # Peer clauses on a DMA op (docs/peers.md, "DMA ops"): the channels' own end is the
+        # queue (the trigger waits on channels F -> Q, the transfer signals on Q -> G).
+        for sync in op.syncs:
+            if sync.engine == op.queue:
+                raise KernelError(f"{sync.kind} {sync.engine}: a flag or token queue connects two different "
+                                  f"engines, and this op's transfer runs on {op.queue} (`via {op.queue}`), "
+                                  "the channel's own end", sync.loc)
 
 
 def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[str], op_names: dict) -> None:
@@ -137,7 +137,7 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                     if sync.engine not in engines:
                         raise KernelError(f"unknown engine '{sync.engine}' in {sync.kind} (declared engines: "
                                           f"{' '.join(program.engines)})", sync.loc)
-                    if sync.engine == stmt.engine:
+                    if sync.engine == stmt.engine and stmt.queue is None:  # a DMA op's own end is its queue
                         raise KernelError(f"{sync.kind} {sync.engine}: a flag or token queue connects two "
                                           f"different engines, and this op runs on {stmt.engine}", sync.loc)
                     check_expr(sync.id, scope, all_loops, iters_allowed=False)

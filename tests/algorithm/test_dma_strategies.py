@@ -2,7 +2,7 @@
 "Counter increments"): the threshold strategy's waits equal thresholds brute-forced from
 element sets (never from the code under test), scaled by the increments; the verdicts of
 the DMA kernels match their `# expect:` lines; a strategy that forgets the increment is
-caught; strategies without a model of queues refuse them."""
+caught; the peers plan the transfer view too (tests/algorithm/test_peer_queues.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import shlex
 import pytest
 
 from algorithm.registry import get_strategy
-from semantics.errors import UsageError
 from semantics.ir import increments, ops
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
@@ -176,9 +175,14 @@ def test_snax_barrier_soundness_on_queues_needs_its_barriers():
 
 
 @pytest.mark.parametrize("strategy", ["flags", "tokens"])
-def test_strategies_without_a_queue_model_refuse_queues(strategy):
-    with pytest.raises(UsageError, match="does not support DMA queues"):
-        get_strategy(strategy)(parse_file(str(KERNELS_DIR / "dma_trigger.sync")))
+def test_the_peers_plan_the_transfer_view_instead_of_refusing_queues(strategy):
+    # They refused queues before issue 18d; now they plan the transfer view and restore
+    # (soundness on every DMA kernel: tests/algorithm/test_peer_queues.py).
+    program = parse_file(str(KERNELS_DIR / "dma_trigger.sync"))
+    synced = get_strategy(strategy)(program).program
+    assert synced.queues == program.queues
+    assert [op.queue for op in ops(synced) if op.reads or op.writes] == [op.queue for op in ops(program)]
+    assert parse(print_program(synced)) == synced
 
 
 def test_sync_statistics_count_semaphores_against_the_profile_budget(tmp_path, capsys):

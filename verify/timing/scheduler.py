@@ -210,8 +210,9 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
                 if var in tracked and previous_env.get(var) != value:
                     iterations[var] = iterations.get(var, 0) + 1
             previous_env = env
-            if inst.trigger >= 0:
-                continue  # a transfer: the queue neither evaluates waits nor tracks loops
+            if inst.trigger >= 0:  # a transfer: the queue neither evaluates waits nor tracks loops,
+                signal[inst.index] = _sync_costs(inst, costs, ("setflag", "push"))  # but signals (docs/peers.md 9)
+                continue
             mine = seen[inst.engine]
             started = sum(iterations[v] - mine.get(v, 0) for v in iterations)
             mine.update(iterations)
