@@ -186,14 +186,15 @@ def test_peer_output_on_generated_queue_programs_is_sound_and_deadlock_free(stra
 def test_teeth_only_the_triggering_engine_to_its_queue_is_implied(strategy):
     """The other direction is a real dependence: a plan that also skipped Q -> E (E
     overwrites what a transfer reads, dma_trigger's double buffers) is caught."""
+    from algorithm.flags import flags
     from algorithm.queues import restore
-    from algorithm.registry import _sync_flags, _sync_tokens
+    from algorithm.tokens import tokens
 
     path = next(p for p in DMA_KERNELS if p.stem == "dma_trigger")
     program = parse_file(str(path))
     both = implied_pairs(program) | {(q, e) for e, q in implied_pairs(program)}
-    run = _sync_flags if strategy == "flags" else _sync_tokens
-    wrong = restore(program, run(transfer_view(program), both).program)
+    run = flags if strategy == "flags" else tokens
+    wrong = restore(program, run(transfer_view(program), both)[0])
     # the buffer y[i % 2] is reused two iterations later: N = 3 needed
     assert check(wrong, bounds_of(program, 3), SOUNDNESS).verdict == Verdict.UNSOUND
     right = get_strategy(strategy)(program).program
