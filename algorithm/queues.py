@@ -74,13 +74,14 @@ def restore(original: Program, synced: Program) -> Program:
     the queue's earlier transfers (FIFO)."""
     trigger = {op.name: op for op in ops(original) if op.queue is not None}
     by_queue = triggering_engines(original)
+    queue_names = {q.name for q in original.queues}
     step = dict(zip(original.engines, increments(original)))
 
     def back(op):
         source = trigger.get(op.name)
         if source is None and op.engine in by_queue:  # a sync-only op on a queue
             source = attrs.evolve(op, engine=by_queue[op.engine], queue=op.engine)
-        if source is None and op.engine in {q.name for q in original.queues}:
+        if source is None and op.engine in queue_names:
             raise UsageError(f"internal: the strategy placed op '{op.name}' on queue {op.engine}, "
                              "which no op triggers")
         waits = tuple(scale(w, step[w.engine]) for w in op.waits
