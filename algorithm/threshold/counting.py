@@ -76,13 +76,22 @@ def _stmt_count(stmt, env, targets, facts):
             if not _has_target(stmt, targets, facts.session):
                 return Const(0)
             lo, hi = simplify(subst(lo, env)), simplify(subst(hi, env))
-            w = f"{var}#{next(facts.session.fresh)}"
+            w = summed_index(var)
             inner_facts = facts.with_(facts.z(lo) <= facts.session.var(w), facts.session.var(w) < facts.z(hi))
             summand = full_count(inner, {**env, var: Var(w)}, targets, inner_facts)
             if loop_target(var) in targets:  # counting the iterations of this loop
                 summand = simplify(BinOp("+", summand, Const(1)))
             return loop_sum(summand, w, lo, hi, facts)
     return Const(0)
+
+
+def summed_index(var: str) -> str:
+    """The name of loop `var`'s index while its iterations are summed over. Loop
+    variables are unique in a kernel and a loop never sums over itself, so one name
+    per loop is never bound twice in one chain of facts; the same count asked twice
+    is then the same question (memo hits in `full_count` and `Facts.proves`, where a
+    counter-numbered name made every question new)."""
+    return f"{var}#"
 
 
 def loop_target(var: str) -> str:
@@ -164,7 +173,7 @@ def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: 
         case For(var=var, lo=lo, body=inner_body):
             lo = simplify(subst(lo, env))
             value = values[var]
-            w = f"{var}#{next(facts.session.fresh)}"
+            w = summed_index(var)
             earlier_facts = facts.with_(facts.z(lo) <= facts.session.var(w), facts.session.var(w) < facts.z(value))
             summand = full_count(inner_body, {**env, var: Var(w)}, targets, earlier_facts)
             begun = 1 if loop_target(var) in targets else 0  # the current iteration has begun

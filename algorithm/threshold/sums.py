@@ -221,7 +221,7 @@ def _split(summand, conds: list, w: str, lo, hi, facts: Facts, depth: int):
             case BinOp(op="//" | "%", left=a, right=Const(value=m)) if 1 < m <= MAX_RESIDUE_SPLIT and mentions(a, w):
                 total = Const(0)
                 for residue in range(m):
-                    t = f"{w}#r{next(facts.session.fresh)}"
+                    t = f"{w}#r{residue}"  # w's residue class: a name per (w, residue)
                     shift = {w: BinOp("+", BinOp("*", Const(m), Var(t)), Const(residue))}
                     t_lo = simplify(BinOp("//", BinOp("+", BinOp("-", lo, Const(residue)), Const(m - 1)), Const(m)))
                     t_hi = simplify(BinOp("//", BinOp("+", BinOp("-", hi, Const(residue)), Const(m - 1)), Const(m)))
@@ -332,7 +332,7 @@ def guarded_sum(conds: list, poly, w: str, lo, hi, facts: Facts):
     # w = first + m*t for t in [0, count): first is the least w >= lo with w % m == residue.
     first = BinOp("+", lo, BinOp("%", BinOp("-", residue, lo), m))
     count = Max(Const(0), BinOp("//", BinOp("+", BinOp("-", hi, first), BinOp("-", m, Const(1))), m))
-    t = f"{w}#t{next(facts.session.fresh)}"
+    t = f"{w}#t"  # w = first + m * t: a name per summed index
     shifted = simplify(subst(poly, {w: BinOp("+", first, BinOp("*", m, Var(t)))}))
     valid = And(Compare("<=", Const(0), r), Compare("<", r, m))
     return IfExpr(valid, _power_sum(shifted, t, Const(0), simplify(count), facts), Const(0))
