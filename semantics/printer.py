@@ -3,6 +3,8 @@ precedence rules allow. `parse(print_program(p)) == p` for every parsed program.
 
 from __future__ import annotations
 
+import functools
+
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
     Op, Or, Param, Program, Range, Sync, Var, Wait, compute_engines,
@@ -42,7 +44,10 @@ def print_expr(node, min_level: int = _IF) -> str:
     return f"({text})" if _level(node) < min_level else text
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _print_bare(node) -> str:
+    # Memoized (a pure function of an immutable node): the simplifier orders the atoms
+    # of a polynomial by their text, and large atoms share most of their sub-terms.
     match node:
         case Const(value=v):
             return str(v)

@@ -153,31 +153,44 @@ class Facts:
 
 
 def subst(node, env: dict):
-    """Replace names by expressions (names not in `env` stay)."""
-    match node:
-        case Var(name=name):
-            return env.get(name, node)
-        case Const() | Iters():
-            return node
-        case BinOp(op=op, left=a, right=b):
-            return BinOp(op, subst(a, env), subst(b, env))
-        case Neg(operand=a):
-            return Neg(subst(a, env))
-        case Min(left=a, right=b):
-            return Min(subst(a, env), subst(b, env))
-        case Max(left=a, right=b):
-            return Max(subst(a, env), subst(b, env))
-        case IfExpr(cond=c, then=a, else_=b):
-            return IfExpr(subst(c, env), subst(a, env), subst(b, env))
-        case Compare(op=op, left=a, right=b):
-            return Compare(op, subst(a, env), subst(b, env))
-        case And(left=a, right=b):
-            return And(subst(a, env), subst(b, env))
-        case Or(left=a, right=b):
-            return Or(subst(a, env), subst(b, env))
-        case Not(operand=a):
-            return Not(subst(a, env))
-    raise TypeError(f"cannot substitute in {node!r}")
+    """Replace names by expressions (names not in `env` stay). A sub-term that occurs
+    many times (the irredundancy pass substitutes chains of index expressions into
+    each other) is rewritten once: the memo is by identity, for this call only."""
+    done: dict = {}
+
+    def go(node):
+        hit = done.get(id(node))
+        if hit is not None:
+            return hit
+        match node:
+            case Var(name=name):
+                out = env.get(name, node)
+            case Const() | Iters():
+                out = node
+            case BinOp(op=op, left=a, right=b):
+                out = BinOp(op, go(a), go(b))
+            case Neg(operand=a):
+                out = Neg(go(a))
+            case Min(left=a, right=b):
+                out = Min(go(a), go(b))
+            case Max(left=a, right=b):
+                out = Max(go(a), go(b))
+            case IfExpr(cond=c, then=a, else_=b):
+                out = IfExpr(go(c), go(a), go(b))
+            case Compare(op=op, left=a, right=b):
+                out = Compare(op, go(a), go(b))
+            case And(left=a, right=b):
+                out = And(go(a), go(b))
+            case Or(left=a, right=b):
+                out = Or(go(a), go(b))
+            case Not(operand=a):
+                out = Not(go(a))
+            case _:
+                raise TypeError(f"cannot substitute in {node!r}")
+        done[id(node)] = out  # `node` lives in the input tree for the whole call
+        return out
+
+    return go(node)
 
 
 def mentions(node, name: str) -> bool:

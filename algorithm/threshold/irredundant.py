@@ -246,6 +246,8 @@ def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_e
                 disjuncts.append(z3.And(z(condition), z(guaranteed) >= z(target)))
             if hop + 1 < MAX_HOPS:
                 for s in sources(z_site.op.name):
+                    if len(following) >= MAX_CHAIN_NODES - nodes:
+                        break  # the next hop never reaches these: do not build them
                     if useful(s.site.op.name, entry.engine):
                         following.append((s.site, And(condition, subst(s.condition, values)),
                                           {k: subst(v, values) for k, v in s.values.items()}))
