@@ -161,7 +161,9 @@ from tests.support.perturb import perturbed_exact_programs  # noqa: E402
 # Deterministic budgets only: a Z3 resource limit per query and no wall-clock limit, so
 # the same examples are proved on an idle or a loaded machine.
 _DIFFERENTIAL = ProofOptions(timeout=None, query_rlimit=3_000_000, max_states=20_000)
-_MIN_PROVED = 6  # of the 60 examples below; measured 8 proved, 17 refuted (derandomized, rlimits: the same on any load)
+# Of the 30 examples below (ci profile): measured 17 proved, 8 refuted, 5 unknown in 52 s
+# (derandomized, rlimits: the same on any load). 60 examples took 319 s of a loaded suite.
+_MIN_PROVED = 12
 
 
 def _proof_agrees_with_explicit(program, prop: str) -> str:
@@ -183,7 +185,7 @@ _EXAMPLES = st.tuples(st.one_of(programs(synced=True, max_param=2), perturbed_ex
 def test_a_proof_never_covers_a_program_the_explicit_engine_refutes():
     statuses = []
 
-    @scaled(1, suppress_health_check=list(HealthCheck), deadline=None)
+    @scaled(0.5, suppress_health_check=list(HealthCheck), deadline=None)  # 30 in the ci profile
     @given(_EXAMPLES)
     def differential(example):
         statuses.append(_proof_agrees_with_explicit(*example))
