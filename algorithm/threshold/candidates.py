@@ -307,12 +307,12 @@ def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str
     earlier in the process; a query near the budget once ran out after other kernels
     had been planned (tests/data/threshold_cases/flat_index_double_buffer.sync). Each plan
     now has its own Z3 context (its Session), which removed that dependence
-    on the process's history; an exhausted budget is still retried once with ten times
-    as much before giving up, for queries that sit near the budget on their own."""
+    on the process's history, and since session 8 each query is asked alone in a fresh
+    context (`Session.check_alone`), which removes the dependence on the plan's own
+    history and on Python's hash order; an exhausted budget is still retried once with
+    ten times as much before giving up, for queries that sit near the budget on their own."""
     for budget in (rlimit, 10 * rlimit):
-        solver = session.solver(budget)
-        solver.add(*assertions)
-        result = solver.check()
+        result, solver = session.check_alone(assertions, budget)
         if result == z3.unsat:
             return None
         if result == z3.sat:

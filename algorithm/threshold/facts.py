@@ -78,10 +78,22 @@ class Session:
             self._terms.clear()
         return to_z3(node, *self._names, self._terms, self.ctx)
 
-    def solver(self, rlimit: int):
-        solver = z3.Solver(ctx=self.ctx)
+    def check_alone(self, assertions, rlimit: int):
+        """The Z3 answer for `assertions` (and the solver that gave it), asked in a Z3
+        context of its own rebuilt from their SMT-LIB text, so that the answer depends
+        on the query alone. Asked in the session's context, Z3's effort also depends on
+        the ids earlier terms got, which follow the planner's history and Python's hash
+        order. And it is the plain SMT kernel (`SimpleSolver`), whose only budget is the
+        resource limit: `z3.Solver()` runs, for a single non-linear check, tactics with
+        wall-clock limits of their own (`try_for`), so the irredundancy proof of
+        repro/threshold_slow_nested_ifs answered unsat in some runs and unknown in
+        others, with the same seed and input (session 8; the golden test passed by luck)."""
+        source = z3.SimpleSolver(ctx=self.ctx)  # only prints the query
+        source.add(*assertions)
+        solver = z3.SimpleSolver(ctx=z3.Context())
         solver.set("rlimit", rlimit)
-        return solver
+        solver.from_string(source.to_smt2())
+        return solver.check(), solver
 
     def facts(self, assertions=()) -> "Facts":
         return Facts(self, assertions)

@@ -257,7 +257,6 @@ def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_e
     session = ctx.session
     params = {p.name: session.var(p.name) for p in program.params}
     y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
-    solver = session.solver(20_000_000)
-    solver.add(*[params[p.name] >= p.lower for p in program.params], *domain(y, y_env, session.ctx))
-    solver.add(z3.Not(z3.Or(z(target) <= 0, *disjuncts)))
-    return solver.check() == z3.unsat
+    query = [*[params[p.name] >= p.lower for p in program.params], *domain(y, y_env, session.ctx),
+             z3.Not(z3.Or(z(target) <= 0, *disjuncts))]
+    return session.check_alone(query, 20_000_000)[0] == z3.unsat

@@ -1,0 +1,74 @@
+"""The threshold planner's output depends on its input only: not on the machine's load,
+Python's hash order, or what ran before in the process (session 8: the irredundancy
+proof of repro/threshold_slow_nested_ifs answered unsat in some runs and unknown in
+others, because `z3.Solver()` runs tactics with wall-clock limits on a non-linear check;
+the planner now asks only the plain SMT kernel, whose budget is the resource limit)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import z3
+
+from algorithm.registry import get_strategy
+from algorithm.threshold.facts import Session
+from semantics.parser import parse_file
+
+from tests.support.corpus import ROOT
+
+KERNELS = ["kernels/ring_buffer.sync", "kernels/suite/tiled_matmul.sync", "kernels/if_else_split.sync"]
+
+
+def _combined_solvers_made(monkeypatch, kernel: str, strategy: str) -> int:
+    """How many `z3.Solver()` (the combined solver, with its timed tactics) `strategy`
+    builds on `kernel`. z3.SimpleSolver builds a Solver from a plain kernel it passes in."""
+    made = []
+    original = z3.Solver.__init__
+
+    def init(self, solver=None, ctx=None, logFile=None):
+        if solver is None:
+            made.append(ctx)
+        original(self, solver, ctx, logFile)
+
+    monkeypatch.setattr(z3.Solver, "__init__", init)
+    get_strategy(strategy)(parse_file(str(ROOT / kernel)))
+    return len(made)
+
+
+@pytest.mark.parametrize("strategy", ["threshold", "barrier"])
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_planner_decides_with_the_resource_limit_only(kernel, strategy, monkeypatch):
+    assert _combined_solvers_made(monkeypatch, kernel, strategy) == 0
+
+
+def test_teeth_a_planner_asking_the_combined_solver_is_caught(monkeypatch):
+    def check_alone(self, assertions, rlimit):
+        solver = z3.Solver(ctx=self.ctx)  # the timed tactics again
+        solver.set("rlimit", rlimit)
+        solver.add(*assertions)
+        return solver.check(), solver
+
+    monkeypatch.setattr(Session, "check_alone", check_alone)
+    assert _combined_solvers_made(monkeypatch, KERNELS[0], "threshold") > 0
+
+
+_CHILD = """
+import sys
+from algorithm.registry import get_strategy
+from semantics.parser import parse_file
+from semantics.printer import print_program
+print(print_program(get_strategy("threshold")(parse_file(sys.argv[1])).program))
+"""
+
+
+def test_output_is_the_same_under_other_hash_seeds():
+    """Sets of names are iterated in hash order, which PYTHONHASHSEED changes per process."""
+    kernel = str(ROOT / "kernels" / "if_else_split.sync")
+    outputs = set()
+    for seed in ("0", "3"):
+        run = subprocess.run([sys.executable, "-c", _CHILD, kernel], capture_output=True, text=True, cwd=ROOT,
+                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}, check=True)
+        outputs.add(run.stdout)
+    assert len(outputs) == 1
