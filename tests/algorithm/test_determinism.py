@@ -2,7 +2,8 @@
 Python's hash order, or what ran before in the process (session 8: the irredundancy
 proof of repro/threshold_slow_nested_ifs answered unsat in some runs and unknown in
 others, because `z3.Solver()` runs tactics with wall-clock limits on a non-linear check;
-the planner now asks only the plain SMT kernel, whose budget is the resource limit)."""
+the planner now asks only the plain SMT kernel, whose budget is the resource limit:
+`Session.check_alone`)."""
 
 from __future__ import annotations
 
@@ -22,19 +23,26 @@ KERNELS = ["kernels/ring_buffer.sync", "kernels/suite/tiled_matmul.sync", "kerne
 
 
 def _combined_solvers_made(monkeypatch, kernel: str, strategy: str) -> int:
-    """How many `z3.Solver()` (the combined solver, with its timed tactics) `strategy`
-    builds on `kernel`. z3.SimpleSolver builds a Solver from a plain kernel it passes in."""
-    made = []
-    original = z3.Solver.__init__
+    """How many checks `strategy` asks of a `z3.Solver()` (the combined solver, with its
+    timed tactics) on `kernel`. z3.SimpleSolver builds a Solver around a plain kernel it
+    passes in; a combined solver that only prints a query is not counted."""
+    combined, checked = [], []
+    original_init, original_check = z3.Solver.__init__, z3.Solver.check
 
     def init(self, solver=None, ctx=None, logFile=None):
         if solver is None:
-            made.append(ctx)
-        original(self, solver, ctx, logFile)
+            combined.append(self)
+        original_init(self, solver, ctx, logFile)
+
+    def check(self, *assumptions):
+        if any(self is s for s in combined):
+            checked.append(self)
+        return original_check(self, *assumptions)
 
     monkeypatch.setattr(z3.Solver, "__init__", init)
+    monkeypatch.setattr(z3.Solver, "check", check)
     get_strategy(strategy)(parse_file(str(ROOT / kernel)))
-    return len(made)
+    return len(checked)
 
 
 @pytest.mark.parametrize("strategy", ["threshold", "barrier"])
