@@ -307,9 +307,9 @@ def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str
     earlier in the process; a query near the budget once ran out after other kernels
     had been planned (tests/data/threshold_cases/flat_index_double_buffer.sync). Each plan
     now has its own Z3 context (its Session), which removed that dependence
-    on the process's history, and since session 8 each query is asked alone in a fresh
-    context (`Session.check_alone`), which removes the dependence on the plan's own
-    history and on Python's hash order; an exhausted budget is still retried once with
+    on the process's history, and since session 8 each query has a solver of its own on
+    the plain SMT kernel (`Session.check_alone`), whose only budget is the resource
+    limit (`z3.Solver()`'s tactics have wall-clock limits); an exhausted budget is still retried once with
     ten times as much before giving up, for queries that sit near the budget on their own."""
     for budget in (rlimit, 10 * rlimit):
         result, solver = session.check_alone(assertions, budget)

@@ -4,8 +4,6 @@ over named integers (`Facts`), substitution, and `refine`, which resolves `min`,
 
 from __future__ import annotations
 
-import itertools
-
 import z3
 
 from semantics.errors import SyncproofError
@@ -31,13 +29,12 @@ RENEW_AFTER_OPS = 500
 class Session:
     """All solver state of one planning pass: its own Z3 context (never z3's default
     one), the names' Z3 constants, the term cache, the proof memo (keyed by Z3 term
-    ids, valid within one context only), a counter for fresh names and the memo of
+    ids, valid within one context only) and the memo of
     statement contents. One per plan; nothing survives it, so a plan does not depend
     on what ran before in the process."""
 
     def __init__(self, rlimit: int = FACTS_RLIMIT):
         self.rlimit = rlimit
-        self.fresh = itertools.count()  # fresh index names (`w#17`): deterministic per plan
         self.contents: dict = {}  # id(stmt) -> (stmt, names inside): see counting._contents
         # prove_candidates' answers by the shape of the question (shapes.py): plain
         # values, so they survive a renewal of the Z3 context.
