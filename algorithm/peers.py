@@ -113,7 +113,11 @@ class _Conflicts:
     def _may(self, x: str, y: str, shared: tuple[str, ...], var: str | None, lo: int, exact: bool) -> bool:
         sx, sy = self.sites[x], self.sites[y]
         ex, ey = self._env(sx, "x"), self._env(sy, "y")
-        solver = z3.Solver(ctx=self.ctx)
+        # The plain SMT kernel, whose only budget is the deterministic resource limit:
+        # `z3.Solver()` runs timed tactics on non-linear checks, so its answer (and the
+        # flags/tokens program) could depend on the machine's load. `unknown` counts
+        # as a possible conflict: more synchronization, never less.
+        solver = z3.SimpleSolver(ctx=self.ctx)
         solver.set("rlimit", CONFLICT_RLIMIT)
         solver.add(*[self.base[p.name] >= p.lower for p in self.program.params],  # the declared assumptions
                    *domain(sx, ex, self.ctx), *domain(sy, ey, self.ctx))

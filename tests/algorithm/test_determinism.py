@@ -45,7 +45,7 @@ def _combined_solvers_made(monkeypatch, kernel: str, strategy: str) -> int:
     return len(checked)
 
 
-@pytest.mark.parametrize("strategy", ["threshold", "barrier"])
+@pytest.mark.parametrize("strategy", ["threshold", "barrier", "flags", "tokens"])
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_planner_decides_with_the_resource_limit_only(kernel, strategy, monkeypatch):
     assert _combined_solvers_made(monkeypatch, kernel, strategy) == 0
@@ -60,6 +60,13 @@ def test_teeth_a_planner_asking_the_combined_solver_is_caught(monkeypatch):
 
     monkeypatch.setattr(Session, "check_alone", check_alone)
     assert _combined_solvers_made(monkeypatch, KERNELS[0], "threshold") > 0
+
+
+@pytest.mark.parametrize("strategy", ["flags", "tokens"])
+def test_teeth_peers_asking_the_combined_solver_are_caught(strategy, monkeypatch):
+    """The peers' conflict queries (algorithm/peers.py) as they were before session 9."""
+    monkeypatch.setattr(z3, "SimpleSolver", lambda ctx=None, logFile=None: z3.Solver(ctx=ctx))
+    assert _combined_solvers_made(monkeypatch, KERNELS[1], strategy) > 0
 
 
 _CHILD = """

@@ -1,0 +1,106 @@
+"""Concrete refutation of an irredundancy query: a point (parameter values and an
+instance of y) where y's wait is needed and no chain vouches for it is a model of the
+Z3 query `_proves` would ask, so the answer is known (sat) without asking.
+
+Why it is exact: the query is satisfiable iff such a point exists; evaluating its IR
+with Python's `//` and `%` is what the Z3 encoding (semantics/symbolic.py) means. A
+point whose evaluation fails (division by zero, a name the point does not bind) is
+skipped, never counted. Tracked counts (`iters(v)`) are free integers to the prover,
+so any value is a model; they get their run-time value `v - lo` (the likely witness).
+The points are a fixed, ordered set (no randomness): the plan stays deterministic.
+Session 9: flash_attention_causal's and the nested-`if` reproducer's sat queries took
+5.2 s and 10.7 s of Z3 time; their witnesses sit at small parameter values."""
+
+from __future__ import annotations
+
+import itertools
+
+from semantics.compiled import compile_expr
+from semantics.context import Site
+from semantics.errors import SyncproofError
+from semantics.evaluate import eval_cond, eval_expr
+from semantics.ir import For, Program
+
+# Parameter valuations tried (the defaults first, then a grid, smallest values first)
+# and instances of y visited per query: a bounded cost per query.
+MAX_VALUATIONS = 48
+GRID_TOP = 8
+MAX_POINTS = 3_000
+
+
+def valuations(program: Program) -> list[dict[str, int]]:
+    """The defaults (when every parameter has one), then each parameter from its lower
+    bound up, ordered by the largest offset from the lower bounds."""
+    params = program.params
+    out = []
+    if params and all(p.default is not None for p in params):
+        out.append({p.name: p.default for p in params})
+    for top in range(GRID_TOP):
+        for offsets in itertools.product(range(top + 1), repeat=len(params)):
+            if params and max(offsets) != top:
+                continue
+            out.append({p.name: p.lower + k for p, k in zip(params, offsets)})
+            if len(out) >= MAX_VALUATIONS or not params:
+                return out
+    return out
+
+
+def instances(y: Site, env: dict[str, int], budget: list[int]):
+    """y's instances at one valuation (environments binding its loop variables), in
+    program order, while `budget[0]` lasts."""
+    trail = y.trail[:-1]
+
+    def go(depth: int, env: dict, iters: dict):
+        if budget[0] <= 0:
+            return
+        if depth == len(trail):
+            budget[0] -= 1
+            yield env, iters
+            return
+        step = trail[depth]
+        stmt = step.stmt
+        if isinstance(stmt, For):
+            lo, hi = eval_expr(stmt.lo, env), eval_expr(stmt.hi, env)
+            for v in range(lo, hi):
+                if budget[0] <= 0:
+                    return
+                yield from go(depth + 1, {**env, stmt.var: v}, {**iters, stmt.var: v - lo})
+        elif eval_cond(stmt.cond, env) == step.branch:
+            yield from go(depth + 1, env, iters)
+
+    yield from go(0, env, {})
+
+
+def sample_cover(program: Program, y: Site, target, parts) -> list[int] | None:
+    """None if some point has `target > 0` and no (condition, guaranteed) in `parts`
+    with condition and guaranteed >= target (a model: the query is satisfiable);
+    otherwise the indices of the parts that cover every point visited (each point
+    takes the first covering part not already chosen only when no chosen part covers
+    it: a small cover, for a smaller first query)."""
+    target_f = compile_expr(target)
+    compiled = [(compile_expr(c, cond=True), compile_expr(g)) for c, g in parts]
+    chosen: list[int] = []
+    budget = [MAX_POINTS]
+
+    def covers(k, env, iters, t) -> bool:
+        c, g = compiled[k]
+        return c(env, iters) and g(env, iters) >= t
+
+    for values in valuations(program):
+        try:
+            for env, iters in instances(y, values, budget):
+                try:
+                    t = target_f(env, iters)
+                    if t <= 0 or any(covers(k, env, iters, t) for k in chosen):
+                        continue
+                    first = next((k for k in range(len(compiled)) if covers(k, env, iters, t)), None)
+                except (SyncproofError, KeyError, ArithmeticError):
+                    continue  # this point does not evaluate: it decides nothing
+                if first is None:
+                    return None
+                chosen.append(first)
+        except (SyncproofError, KeyError, ArithmeticError):
+            continue  # a loop bound or guard this valuation cannot evaluate
+        if budget[0] <= 0:
+            break
+    return sorted(chosen)
