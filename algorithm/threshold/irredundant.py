@@ -144,6 +144,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs) -> tu
             memo[key] = _requirement(ctx, entries, z_site, engine, values)
         return memo[key]
 
+    compiled: dict = {}  # IR node -> its compiled evaluator (points.sample_cover)
     kept = {(e.op, e.engine) for e in plan.entries}
     necessary = _shown_necessary(program, plan.entries)
     pinned: set = set()
@@ -156,7 +157,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs) -> tu
                     or (y_name, entry.engine) in necessary:
                 continue
             others = {e.engine for e in y_entries if e.engine != entry.engine and (y_name, e.engine) in kept}
-            used = _implied(ctx, requirement, useful, sources, y, entry, others)
+            used = _implied(ctx, requirement, useful, sources, y, entry, others, compiled)
             if used is None:
                 continue
             kept.discard((y_name, entry.engine))
@@ -220,18 +221,18 @@ def _shown_necessary(program: Program, entries) -> set:
     return shown
 
 
-def _implied(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, others: set):
+def _implied(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, others: set, compiled: dict):
     """The engines of y's waits that a proof of redundancy needs, or None if unproven."""
-    if not _proves(ctx, requirement, useful, sources, y, entry, others):
+    if not _proves(ctx, requirement, useful, sources, y, entry, others, compiled):
         return None
     needed = set(others)
     for engine in sorted(others):
-        if _proves(ctx, requirement, useful, sources, y, entry, needed - {engine}):
+        if _proves(ctx, requirement, useful, sources, y, entry, needed - {engine}, compiled):
             needed.discard(engine)
     return needed
 
 
-def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_engines: set) -> bool:
+def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_engines: set, compiled: dict) -> bool:
     program = ctx.program
     z = ctx.session.z
     target = entry.closed
@@ -259,7 +260,7 @@ def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_e
         frontier = following
     if not disjuncts:
         return False
-    cover = sample_cover(program, y, target, parts)
+    cover = sample_cover(program, y, target, parts, compiled)
     if cover is None:
         return False  # a concrete model of the query below: Z3 would answer sat
     session = ctx.session

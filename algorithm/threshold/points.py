@@ -71,20 +71,29 @@ def instances(y: Site, env: dict[str, int], budget: list[int]):
     yield from go(0, env, {})
 
 
-def sample_cover(program: Program, y: Site, target, parts) -> list[int] | None:
+def sample_cover(program: Program, y: Site, target, parts, compiled_by_node: dict | None = None) -> list[int] | None:
     """None if some point has `target > 0` and no (condition, guaranteed) in `parts`
     with condition and guaranteed >= target (a model: the query is satisfiable);
     otherwise the indices of the parts that cover every point visited (each point
     takes the first covering part not already chosen only when no chosen part covers
     it: a small cover, for a smaller first query)."""
-    target_f = compile_expr(target)
-    compiled = [(compile_expr(c, cond=True), compile_expr(g)) for c, g in parts]
+    # Compiled on first use and kept by node (the caller's dict may outlive this call:
+    # the redundancy proof asks about the same parts again with fewer waits kept).
+    cache = compiled_by_node if compiled_by_node is not None else {}
+
+    def fn(node, cond=False):
+        hit = cache.get(node)
+        if hit is None:
+            hit = cache[node] = compile_expr(node, cond)
+        return hit
+
+    target_f = fn(target)
     chosen: list[int] = []
     budget = [MAX_POINTS]
 
     def covers(k, env, iters, t) -> bool:
-        c, g = compiled[k]
-        return c(env, iters) and g(env, iters) >= t
+        c, g = parts[k]
+        return fn(c, True)(env, iters) and fn(g)(env, iters) >= t
 
     for values in valuations(program):
         try:
@@ -93,7 +102,7 @@ def sample_cover(program: Program, y: Site, target, parts) -> list[int] | None:
                     t = target_f(env, iters)
                     if t <= 0 or any(covers(k, env, iters, t) for k in chosen):
                         continue
-                    first = next((k for k in range(len(compiled)) if covers(k, env, iters, t)), None)
+                    first = next((k for k in range(len(parts)) if covers(k, env, iters, t)), None)
                 except (SyncproofError, KeyError, ArithmeticError):
                     continue  # this point does not evaluate: it decides nothing
                 if first is None:
