@@ -1,7 +1,9 @@
 """Time `sync` (in process, start-up excluded) on every kernel of kernels/ (corpus, bugs,
 suite, SNAX .mlir): CPU and wall seconds per kernel and strategy, the slowest first.
 
-    python bench/suite_bench.py [--strategy threshold] [--json]
+    python bench/suite_bench.py [--strategy threshold] [--json] [FILE ...]
+
+With FILEs (e.g. ../shared/repro/threshold_slow_nested_ifs.sync), those instead of kernels/.
 
 Goal (issue 16, docs/sync-speed.md): every kernel < 0.3 s. CPU time is reported beside
 wall time because the machine is shared: wall time includes waiting for a core.
@@ -31,13 +33,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--strategy", default="threshold")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("files", nargs="*", type=Path, help="kernels to time instead of kernels/")
     args = parser.parse_args()
     rows = []
-    for path in kernels():
+    for path in [p.resolve() for p in args.files] or kernels():
         program = load(str(path))
         cpu, wall = time.process_time(), time.perf_counter()
         result = get_strategy(args.strategy)(program)
-        rows.append({"kernel": str(path.relative_to(ROOT)), "strategy": args.strategy,
+        name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+        rows.append({"kernel": name, "strategy": args.strategy,
                      "cpu_seconds": round(time.process_time() - cpu, 3),
                      "seconds": round(time.perf_counter() - wall, 3), "waits": result.stats["waits"],
                      "conservative": result.stats.get("conservative", 0)})
