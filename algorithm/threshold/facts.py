@@ -160,8 +160,14 @@ class Facts:
             self._solver.add(*self.assertions)
         self._solver.push()
         self._solver.add(z3.Not(claim))
-        hit = self._solver.check() == z3.unsat
+        result = self._solver.check()
         self._solver.pop()
+        if result == z3.unknown:
+            # An incremental solver's answer depends on what it was asked before (what it
+            # learnt); an `unknown` is asked again of solvers of its own (check_alone), so
+            # that a query asked or skipped earlier cannot turn a proof into no proof.
+            result = self.session.check_alone([*self.assertions, z3.Not(claim)], self.session.rlimit)[0]
+        hit = result == z3.unsat
         self.session.queries += 1
         if len(memo) > 500_000:
             memo.clear()

@@ -87,3 +87,24 @@ def test_output_is_the_same_under_other_hash_seeds():
                              env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}, check=True)
         outputs.add(run.stdout)
     assert len(outputs) == 1
+
+
+def test_an_unknown_of_the_incremental_solver_is_asked_again_alone(monkeypatch):
+    """Facts.proves asks an incremental solver, whose answer depends on what it was asked
+    before; its `unknown` is asked again of solvers of their own (Session.check_alone),
+    so skipping an earlier query cannot turn a proof into no proof (session 9: a skipped
+    query made flash_attention_causal's `fexp` wait keep a `max`). Here a budget of one
+    resource unit makes the incremental check `unknown`; the stand-in for check_alone
+    answers unsat, so the claim is proved through it and only through it."""
+    asked = []
+
+    def check_alone(self, assertions, rlimit):
+        asked.append(len(assertions))
+        return z3.unsat, None
+
+    session = Session(rlimit=1)
+    x = session.var("x")
+    facts = session.facts([x >= 3, x * x <= 100])
+    monkeypatch.setattr(Session, "check_alone", check_alone)
+    assert facts.proves(x * x * x >= 27)
+    assert asked == [3]  # the facts and the negated claim, in one solver of its own
