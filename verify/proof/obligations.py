@@ -388,7 +388,10 @@ class Prover:
     def _run(self, obligation: Obligation, facts: list) -> Obligation:
         began = time.monotonic()
         if self.out_of_time():
-            return attrs.evolve(obligation, status=UNKNOWN, reason="the proof's time budget ran out")
+            # The same words as prove.py's deadline (which of the two sees the budget end
+            # first depends on timing), so the user reads the budget either way.
+            return attrs.evolve(obligation, status=UNKNOWN,
+                                reason=f"the proof's time budget of {self.options.timeout:g} s ran out")
         status, extra = self.query(facts, f"{obligation.kind}-{obligation.consumer}")
         done = attrs.evolve(obligation, status=status, seconds=time.monotonic() - began,
                             model=extra if status == FAILED else None,

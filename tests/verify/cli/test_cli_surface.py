@@ -98,6 +98,18 @@ def test_verify_proof_timeout_flag_is_honoured(capsys):
     assert proof["seconds"] < 0.5
 
 
+def test_proof_timeout_reason_names_the_budget_whichever_check_sees_it_first(capsys, monkeypatch):
+    """Session 9's CI: the budget ran out at an obligation's own check (obligations.py)
+    rather than at the proof's deadline (prove.py), and the reason lost the amount. Here
+    the obligation's check is forced to see it first."""
+    from verify.proof.obligations import Prover
+
+    monkeypatch.setattr(Prover, "out_of_time", lambda self: True)
+    assert main(["verify", "--json", "--proof-timeout", "0.5", "--max-param", "2", WIDE]) == 0
+    proof = json.loads(capsys.readouterr().out)["all_values"]
+    assert proof["status"] == "unknown" and "time budget of 0.5 s ran out" in proof["reason"]
+
+
 def test_verify_text_output_and_trace(capsys):
     assert main(["verify", "--engine", "explicit", "--strategy", "manual", DEADLOCK]) == 1
     out = capsys.readouterr().out.splitlines()
