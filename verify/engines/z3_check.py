@@ -48,7 +48,7 @@ from semantics.sequential import UnrollLimit, unroll
 
 from verify.engines import z3_events as ze
 from verify.engines import z3_machines as zm
-from verify.engines.deadline import DeadlineReached, interrupt_at
+from verify.engines.deadline import Deadline, DeadlineReached
 from verify.engines.explicit import InternalError, valuations
 from verify.engines.witness import witness_of
 from verify.verdicts import SEVERITY, CheckResult, EngineName, Verdict, finalise
@@ -79,14 +79,16 @@ class _Path:
     who: list
 
 
-def _step(pp: zm.PotentialProgram, ref, ctr, who):
+def _step(pp: zm.PotentialProgram, ref, ctr, who, deadline: Deadline):
     """One product step taken by engine `who` (a Z3 Int): the formula that it is
     enabled in both machines, and both successor states."""
     engines = range(len(pp.program.engines))
     moves = []
     for e in engines:
-        issue = [z3.And(zm.counter_issue_enabled(pp, ctr, y), zm.reference_issue_enabled(pp, ref, y))
-                 for y in pp.reference_streams[e]]
+        issue = []
+        for y in pp.reference_streams[e]:
+            deadline.check()
+            issue.append(z3.And(zm.counter_issue_enabled(pp, ctr, y), zm.reference_issue_enabled(pp, ref, y)))
         completes = z3.And(zm.complete_enabled(ctr, e), zm.complete_enabled(ref, e))
         moves.append(z3.And(who == e, z3.Or(completes, *issue)))
     next_ref = tuple(zm.reference_step(pp, ref, e)[e] for e in engines)
@@ -102,11 +104,16 @@ def _select(who, e, a, b):
     return z3.If(who == e, a[0], b[0]), z3.If(who == e, a[1], b[1])
 
 
-def _findings(pp: zm.PotentialProgram, ref, ctr) -> dict:
+def _findings(pp: zm.PotentialProgram, ref, ctr, deadline: Deadline) -> dict:
     """Formula per verdict kind: the product state (ref, ctr) shows that kind."""
-    blocked = z3.Or(*[zm.blocked_at(pp, ref, ctr, y) for y in pp.instances])
+    blocked, unsound = [], []
+    for y in pp.instances:
+        deadline.check()
+        blocked.append(zm.blocked_at(pp, ref, ctr, y))
+        unsound.append(zm.unsound_at(pp, ref, ctr, y))
+    blocked = z3.Or(*blocked)
     return {
-        Verdict.UNSOUND: z3.Or(*[zm.unsound_at(pp, ref, ctr, y) for y in pp.instances]),
+        Verdict.UNSOUND: z3.Or(*unsound),
         Verdict.DEADLOCK: z3.And(zm.counter_stuck(pp, ctr), blocked),
         Verdict.OVER_SYNCHRONIZED: blocked,
     }
@@ -135,7 +142,7 @@ class _Search:
         recorded; False when a query ended unknown (self.reason says why)."""
         solver = self.solver
         while self.wanted:
-            remaining = None if self.deadline is None else self.deadline - time.monotonic()
+            remaining = self.deadline.left()
             if remaining is not None and remaining <= 0:
                 self.reason = f"time limit reached ({where})"
                 return False
@@ -173,8 +180,9 @@ def _search_events(pp: zm.PotentialProgram, search: _Search, progress) -> bool:
     """One query per finding kind over every reachable state (z3_events.py)."""
     tl = ze.timeline(pp)
     horizon = z3.Int("T")
-    search.solver.add(*tl.facts, *ze.issues_enabled(pp, tl, horizon), horizon >= 1)
-    findings = _findings(pp, ze.reference_state_at(pp, tl, horizon), ze.counter_state_at(pp, tl, horizon))
+    search.solver.add(*tl.facts, *ze.issues_enabled(pp, tl, horizon, search.deadline), horizon >= 1)
+    findings = _findings(pp, ze.reference_state_at(pp, tl, horizon), ze.counter_state_at(pp, tl, horizon),
+                         search.deadline)
 
     def decode(model, kind):
         values = _valuation(pp, model)
@@ -192,7 +200,7 @@ def _search_steps(pp: zm.PotentialProgram, search: _Search, depth_limit: int, pr
     for depth in range(depth_limit + 1):
         if depth:
             who = z3.Int(f"who{depth}")
-            enabled, next_ref, next_ctr = _step(pp, path.refs[-1], path.ctrs[-1], who)
+            enabled, next_ref, next_ctr = _step(pp, path.refs[-1], path.ctrs[-1], who, search.deadline)
             ref, ctr = zm.fresh_state(pp, f"r{depth}"), zm.fresh_state(pp, f"c{depth}")
             search.solver.add(enabled, zm.same_state(ref, next_ref), zm.same_state(ctr, next_ctr))
             path.refs.append(ref)
@@ -205,7 +213,7 @@ def _search_steps(pp: zm.PotentialProgram, search: _Search, depth_limit: int, pr
             return _replay(pp, model, _valuation(pp, model), _step_labels(pp, model, path, steps), kind,
                            (path.refs, path.ctrs))
 
-        if not search.ask(_findings(pp, path.refs[-1], path.ctrs[-1]), decode, f"at depth {depth}"):
+        if not search.ask(_findings(pp, path.refs[-1], path.ctrs[-1], search.deadline), decode, f"at depth {depth}"):
             return False
         if not search.wanted:
             break
@@ -221,22 +229,20 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
         where = f" (line {clause.loc.line})" if clause.loc else ""
         raise UsageError(f"the z3 engine does not support the peer clause '{clause.kind}'{where}: "
                          f"check this program with --engine explicit")
-    start = time.monotonic()
-    deadline = start + options.timeout if options.timeout else None
+    deadline = Deadline.after(options.timeout or None)
     every = valuations(bounds)
 
     def result(verdict, witness, queries, complete, reason=None, covered=0):
         final, holds = finalise(verdict, complete, options.property)
         return CheckResult(verdict=final, holds=holds, property=options.property, engine=EngineName.Z3, bounds=bounds,
-                           states=queries, valuations=covered, total_valuations=len(every), witness=witness,
+                           states=queries, valuations=covered, total_valuations=every.size, witness=witness,
                            complete=complete, reason=reason)
 
-    # The encoding is built in Python loops with no clock of their own: the deadline
-    # interrupts them (verify/engines/deadline.py); Z3's queries get the remaining time.
+    # The encoding is built in Python loops that poll the deadline (verify/engines/deadline.py);
+    # Z3's queries get the remaining time.
     run = {"phase": "unrolling the valuations", "search": None}
     try:
-        with interrupt_at(deadline):
-            return _check(program, bounds, options, deadline, every, result, run)
+        return _check(program, bounds, options, deadline, every, result, run)
     except DeadlineReached:
         search = run["search"]
         if search is None:
@@ -249,6 +255,7 @@ def _check(program, bounds, options: Z3Options, deadline, every, result, run) ->
     # some valuation ends that engine's run there unless an earlier one is unsound.
     usable, error, largest = [], None, 0
     for values in every:
+        deadline.check()
         try:
             unrolled = unroll(program, values, limit=options.max_instances)
             largest = max(largest, len(unrolled.instances))
@@ -266,7 +273,7 @@ def _check(program, bounds, options: Z3Options, deadline, every, result, run) ->
     run["phase"] = "building the Z3 encoding"
     if options.progress:
         options.progress(f"z3: building the encoding of {len(usable)} valuations, up to {largest} instances each")
-    pp = zm.potential_program(program, usable)
+    pp = zm.potential_program(program, usable, deadline=deadline)
     solver = z3.Solver()
     solver.set("random_seed", options.seed)
     solver.add(*pp.facts)

@@ -50,6 +50,7 @@ import z3
 from semantics.machines import COMPLETE, ISSUE
 
 from verify.engines import z3_machines as zm
+from verify.engines.deadline import NO_DEADLINE, Deadline
 
 
 @attrs.frozen(eq=False)
@@ -142,10 +143,12 @@ def reference_state_at(pp: zm.PotentialProgram, tl: Timeline, t) -> Sequence:
     return _LazyState(len(pp.program.engines), build)
 
 
-def issues_enabled(pp: zm.PotentialProgram, tl: Timeline, horizon) -> list:
-    """Constraint 4: every issue before `horizon` was enabled in both machines."""
+def issues_enabled(pp: zm.PotentialProgram, tl: Timeline, horizon, deadline: Deadline = NO_DEADLINE) -> list:
+    """Constraint 4: every issue before `horizon` was enabled in both machines (the loop
+    polls `deadline`: each instance builds terms over whole streams)."""
     facts = []
     for y in pp.instances:
+        deadline.check()
         at = tl.issue[y.number]
         enabled = z3.And(zm.counter_issue_enabled(pp, counter_state_at(pp, tl, at), y),
                          zm.reference_issue_enabled(pp, reference_state_at(pp, tl, at), y))

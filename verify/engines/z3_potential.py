@@ -49,6 +49,8 @@ from semantics.evaluate import eval_cond, eval_expr
 from semantics.ir import Barrier, For, If, Iters, Op, Program, increments
 from semantics.symbolic import conflict, to_z3
 
+from verify.engines.deadline import NO_DEADLINE, Deadline
+
 
 @attrs.frozen(eq=False)
 class PotentialInstance:
@@ -176,15 +178,17 @@ def _stream_items(program: Program, ops_and_barriers):
     return out
 
 
-def potential_program(program: Program, valuations, tag: str = "") -> PotentialProgram:
+def potential_program(program: Program, valuations, tag: str = "",
+                      deadline: Deadline = NO_DEADLINE) -> PotentialProgram:
     """The potential program over every valuation in `valuations` (dicts; each must
-    unroll without error)."""
+    unroll without error). Its loops poll `deadline` (DeadlineReached)."""
     params = {p.name: z3.Int(p.name) for p in program.params}
     engines = range(len(program.engines))
     engine_number = {e: n for n, e in enumerate(program.engines)}
     seen: dict[tuple, tuple] = {}
     barrier_run = 0
     for values in valuations:
+        deadline.check()
         run = 0
         for item in _walk(program, values):
             seen.setdefault(item[3], item)
@@ -204,6 +208,7 @@ def potential_program(program: Program, valuations, tag: str = "") -> PotentialP
         return env
 
     def defined(term, const):
+        deadline.check()  # every loop below defines a term per item
         facts.append(const == term)
         return const
 
@@ -261,6 +266,7 @@ def potential_program(program: Program, valuations, tag: str = "") -> PotentialP
             term = at = z3.IntVal(0)
             if f != engine:
                 for x in instances:
+                    deadline.check()
                     if x.engine == f and not x.is_trigger:
                         dep = conflict(x.op, env_of(x.env), stmt, env)
                         if not z3.is_false(dep):
@@ -280,6 +286,7 @@ def potential_program(program: Program, valuations, tag: str = "") -> PotentialP
             continue
         if role == "transfer":
             continue  # made with its trigger
+        deadline.check()
         env = env_of(loop_env)
         # iters(v): existing iterations of loop v whose key is at most this key (a
         # prefix counts: the enclosing iteration is included).

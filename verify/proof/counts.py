@@ -43,6 +43,8 @@ from semantics.ir import (
 )
 from semantics.symbolic import py_floordiv, py_mod
 
+from verify.engines.deadline import NO_DEADLINE, Deadline
+
 MAX_PIECES = 4_000
 
 
@@ -268,8 +270,9 @@ class Counter:
     """Counts over one program. A target is ("engine", name) for the instances of an
     engine or ("loop", var) for the iterations of a loop (what `iters(var)` counts)."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, deadline: Deadline = NO_DEADLINE):
         self.program = program
+        self.deadline = deadline  # polled per statement: a count of a deep nest is long sympy work
         self.atoms = Atoms()
         self.params = {p.name: sym(p.name) for p in program.params}
         self._cache: dict = {}
@@ -280,6 +283,7 @@ class Counter:
     def body_count(self, body, target, env: dict) -> tuple:
         pieces = []
         for stmt in body:
+            self.deadline.check()
             pieces += self.stmt_count(stmt, target, env)
         return _simplify(pieces)
 
@@ -319,6 +323,7 @@ class Counter:
         body = self.program.body
         for step in site.trail:
             for stmt in body[:step.index]:
+                self.deadline.check()
                 pieces += self.stmt_count(stmt, target, env)
             match step.stmt:
                 case For(var=var, lo=lo, body=inner_body):

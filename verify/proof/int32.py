@@ -79,7 +79,8 @@ def _optimum(prover, formula, params) -> tuple[int | None, dict]:
     a short budget (it gives up on non-linear counts; the binary search then decides)."""
     top = z3.Int("int32_top", prover.ctx)
     optimizer = z3.Optimize(ctx=prover.ctx)
-    optimizer.set("timeout", 3000)
+    left = prover.deadline.left()  # a C call: the deadline's polls cannot stop it
+    optimizer.set("timeout", 3000 if left is None else max(1, min(3000, int(left * 1000))))
     optimizer.add(*prover.nonneg, formula, *[top >= p for p in params])
     optimizer.minimize(top)
     if optimizer.check() != z3.sat:

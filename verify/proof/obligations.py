@@ -18,6 +18,7 @@ from semantics.context import Site, Step
 from semantics.ir import BinOp, Const, For, If, Op, Program, walk_expr
 from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
 
+from verify.engines.deadline import Deadline
 from verify.proof.terms import Terms, depth, last_candidates, lex_le, witnesses
 from verify.verdicts import ObligationKind, ProofStatus, Property
 
@@ -105,15 +106,17 @@ def domain_lower(program: Program, options: ProofOptions) -> dict[str, int]:
 
 
 class Prover:
-    def __init__(self, program: Program, options: ProofOptions):
+    def __init__(self, program: Program, options: ProofOptions, deadline: Deadline | None = None):
+        """`deadline`: when the proof's budget ends (default: options.timeout from now);
+        the term building polls it (DeadlineReached), queries get what is left."""
         self.program = program
         self.options = options
+        self.deadline = Deadline.after(options.timeout) if deadline is None else deadline
         # The proof's own Z3 context: its answers must not depend on what else the
         # process asked Z3 before (z3's shared default context made them history-dependent).
         self.ctx = z3.Context()
-        self.terms = Terms(program, self.ctx)
+        self.terms = Terms(program, self.ctx, self.deadline)
         self.depth = depth(program)
-        self.start = time.monotonic()
         lower = domain_lower(program, options)
         self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
 
@@ -121,26 +124,36 @@ class Prover:
         """A disjunction in the proof's context (z3.Or() of nothing would take the default one)."""
         return z3.Or(*terms, self.ctx)
 
+    # The obligations' loops build their terms through these helpers and Terms: they
+    # poll the deadline, so no loop runs on past it.
     def domain(self, site: Site, env: dict) -> list:
+        self.deadline.check()
         return domain(site, env, self.ctx)
 
     def precedes(self, x: Site, x_env: dict, y: Site, y_env: dict):
+        self.deadline.check()
         return precedes(x, x_env, y, y_env, self.ctx)
 
     def conflict(self, x: Op, x_env: dict, y: Op, y_env: dict):
+        self.deadline.check()
         return conflict(x, x_env, y, y_env, self.ctx)
         self.dumped = 0
 
     def out_of_time(self) -> bool:
-        return self.options.timeout is not None and time.monotonic() - self.start > self.options.timeout
+        return self.deadline.passed()
+
+    def out_of_budget(self) -> str:
+        # The same words as prove.py's (which check sees the budget end first depends on timing).
+        amount = "" if self.options.timeout is None else f" of {self.options.timeout:g} s"
+        return f"the proof's time budget{amount} ran out"
 
     def query(self, facts: list, name: str):
         """(PROVED, None) when the facts are unsat, (FAILED, valuation) when sat,
         (UNKNOWN, reason) otherwise."""
         solver = z3.Solver(ctx=self.ctx)
         budget = self.options.query_timeout_ms
-        if self.options.timeout is not None:
-            left = self.options.timeout - (time.monotonic() - self.start)
+        left = self.deadline.left()
+        if left is not None:
             budget = max(1, min(budget, int(left * 1000)))
         solver.set(timeout=budget, random_seed=self.options.seed)
         solver.set("rlimit", self.options.query_rlimit)
@@ -150,6 +163,8 @@ class Prover:
             return PROVED, None
         if answer == z3.sat:
             return FAILED, self._valuation(solver)
+        if self.deadline.passed():  # the query had what was left of the budget: name the budget
+            return UNKNOWN, self.out_of_budget()
         reason = solver.reason_unknown()
         if self.options.dump_smt:
             os.makedirs(self.options.dump_smt, exist_ok=True)
@@ -388,10 +403,7 @@ class Prover:
     def _run(self, obligation: Obligation, facts: list) -> Obligation:
         began = time.monotonic()
         if self.out_of_time():
-            # The same words as prove.py's deadline (which of the two sees the budget end
-            # first depends on timing), so the user reads the budget either way.
-            return attrs.evolve(obligation, status=UNKNOWN,
-                                reason=f"the proof's time budget of {self.options.timeout:g} s ran out")
+            return attrs.evolve(obligation, status=UNKNOWN, reason=self.out_of_budget())
         status, extra = self.query(facts, f"{obligation.kind}-{obligation.consumer}")
         done = attrs.evolve(obligation, status=status, seconds=time.monotonic() - began,
                             model=extra if status == FAILED else None,

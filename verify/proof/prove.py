@@ -46,6 +46,7 @@ import attrs
 from semantics.ir import Barrier, Op, Program, op_has_range, walk_stmts
 from semantics.symbolic import conflicting_pairs
 
+from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
 from verify.proof.int32 import RangeLimit, range_limit
 from verify.verdicts import ProofStatus
@@ -98,15 +99,12 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     see the module docstring). `options.timeout` bounds the whole proof: the building
     of its terms, every query, and the explicit checks that decide a failed query
     (issue 15 item 10: a 5 s budget took 12 s, the default one 64 s)."""
-    from verify.engines.deadline import DeadlineReached, interrupt_at
-
     lower = domain_lower(program, options)
     began = time.monotonic()
-    deadline = None if options.timeout is None else began + options.timeout
+    deadline = Deadline.after(options.timeout)
     try:
-        with interrupt_at(deadline):
-            proof = _prove(program, options, deadline)
-    except DeadlineReached:
+        proof = _prove(program, options, deadline)
+    except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
         proof = Proof(UNKNOWN, options.property, reason=f"the proof's time budget of {options.timeout:g} s ran out",
                       seconds=time.monotonic() - began)
     if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
@@ -115,17 +113,13 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
                         assumptions=assumptions(program))
 
 
-def _range(program: Program, options: ProofOptions, lower: dict, deadline: float | None) -> RangeLimit:
+def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadline) -> RangeLimit:
     """verify/proof/int32.py within what is left of the proof's budget."""
-    from verify.engines.deadline import DeadlineReached, interrupt_at
-
-    left = None if deadline is None else deadline - time.monotonic()
     out_of_time = RangeLimit("unknown", reason="the proof's time budget ran out")
-    if left is not None and left <= 0:
+    if deadline.passed():
         return out_of_time
     try:
-        with interrupt_at(deadline):
-            return range_limit(Prover(program, attrs.evolve(options, timeout=left)), lower)
+        return range_limit(Prover(program, options, deadline), lower)
     except DeadlineReached:
         return out_of_time
 
@@ -135,7 +129,7 @@ def assumptions(program: Program) -> tuple[str, ...]:
     return tuple(f"{p.name} >= {p.lower}" for p in program.params if p.lower > 0)
 
 
-def _prove(program: Program, options: ProofOptions, deadline: float | None) -> Proof:
+def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof:
     from verify.engines.explicit import check
     from verify.verdicts import CheckOptions
 
@@ -144,7 +138,7 @@ def _prove(program: Program, options: ProofOptions, deadline: float | None) -> P
     if why:
         return Proof(UNKNOWN, options.property, reason=why, seconds=time.monotonic() - began)
     try:
-        prover = Prover(program, options)
+        prover = Prover(program, options, deadline)
         obligations = [prover.defined(loop) for loop in loop_sites(program) if bound_divisors(loop.op)]
         obligations += [prover.defined(y) for y in prover.terms.sites.values() if divisors(y.op)]
         for y in prover.terms.sites.values():
@@ -172,7 +166,7 @@ def _prove(program: Program, options: ProofOptions, deadline: float | None) -> P
         key = tuple(sorted(valuation.items()))
         if key not in checked:
             bounds = tuple((p.name, valuation[p.name], valuation[p.name]) for p in program.params)
-            left = 30.0 if deadline is None else min(30.0, deadline - time.monotonic())
+            left = 30.0 if deadline.at is None else min(30.0, deadline.left())
             if left <= 0:
                 return None  # the budget ran out
             checked[key] = check(program, bounds, CheckOptions(property=options.property,

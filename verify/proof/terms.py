@@ -16,16 +16,20 @@ from semantics.context import Site, common_depth, sites
 from semantics.ir import BinOp, Const, For, If, Iters, Op, Program, Var, walk_expr, walk_stmts
 from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
 
+from verify.engines.deadline import NO_DEADLINE, Deadline
 from verify.proof.counts import Counter, to_z3 as count_z3
 
 
 class Terms:
     """Z3 terms of one program: local indices, `iters`, thresholds at an instance."""
 
-    def __init__(self, program: Program, ctx: z3.Context):
+    def __init__(self, program: Program, ctx: z3.Context, deadline: Deadline = NO_DEADLINE):
         self.program = program
         self.ctx = ctx  # every term of the proof lives in the proof's own context
-        self.counter = Counter(program)
+        # Every obligation builds its terms through env/local/threshold: polling there
+        # bounds the time between two polls by one term (verify/engines/deadline.py).
+        self.deadline = deadline
+        self.counter = Counter(program, deadline)
         self.params = param_env(program, ctx)
         self.sites = sites(program)
         # Divisors over parameters only (a[i % (D + 1)] reuses a slot D + 1 iterations later).
@@ -36,15 +40,18 @@ class Terms:
                                for v in walk_expr(n.right) if isinstance(v, (Var, Const, Iters)))]
 
     def env(self, site: Site, tag: str) -> dict:
+        self.deadline.check()
         return instance_env(site, tag, self.params, self.ctx)
 
     def local(self, site: Site, engine: str, env: dict):
         """F-instances before the instance of `site` at `env` (its local index on F
         when it runs on F)."""
+        self.deadline.check()
         return count_z3(self.counter.before(site, ("engine", engine)), env, self.counter.atoms, self.ctx)
 
     def threshold(self, site: Site, engine: str, env: dict):
         """max(0, thresholds of the site's waits on engine), or None without waits."""
+        self.deadline.check()
         waits = [w for w in site.op.waits if w.engine == engine]
         if not waits:
             return None
@@ -55,6 +62,7 @@ class Terms:
         return best
 
     def wait_term(self, site: Site, wait, env: dict):
+        self.deadline.check()
         return to_z3(wait.threshold, env, self._iters(site, wait.threshold, env), ctx=self.ctx)
 
     def _iters(self, site: Site, node, env: dict) -> dict:
@@ -104,6 +112,7 @@ def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], dept
         loop = step.stmt
         grown = []
         for env in combos:
+            terms.deadline.check()
             options = []
             for site, anchor_env in anchors:
                 if loop.var in shared_loops(target, site):
@@ -137,6 +146,7 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
     out = []
 
     def grow(steps, env, tight):
+        terms.deadline.check()
         if len(out) >= limit:
             return
         if not steps:

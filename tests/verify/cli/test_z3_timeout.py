@@ -1,6 +1,7 @@
 """`verify --engine z3 --timeout` is honoured (issue 15 item 3): the encoding of a large
 bound is built in Python loops that had no clock, so `--timeout 20` took 120 s."""
 
+import gc
 import time
 from pathlib import Path
 
@@ -9,60 +10,65 @@ import pytest
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
 from verify.cli.main import main
-from verify.engines.deadline import DeadlineReached, interrupt_at
-from verify.engines.z3_check import Z3Options, check
+from verify.engines.deadline import NO_DEADLINE, Deadline, DeadlineReached
+from verify.engines.z3_check import Z3Options, check as z3_check
 from verify.verdicts import Verdict
 
 KERNEL = Path(__file__).parents[3] / "kernels" / "pipeline_db.sync"
+FLASH = Path(__file__).parents[3] / "kernels" / "suite" / "flash_attention_causal.sync"
 
 
-def test_interrupt_at_stops_a_loop_with_no_clock():
-    began = time.monotonic()
+def test_deadline_check_raises_only_once_the_clock_passes_it():
+    now = [10.0]
+    deadline = Deadline.after(2.0, clock=lambda: now[0])
+    deadline.check()
+    assert deadline.left() == 2.0 and not deadline.passed()
+    now[0] = 11.999
+    deadline.check()
+    now[0] = 12.0
+    assert deadline.passed() and deadline.left() == 0.0
     with pytest.raises(DeadlineReached):
-        with interrupt_at(began + 0.2):
-            while True:
-                sum(range(100))
-    assert time.monotonic() - began < 2
+        deadline.check()
 
 
-class _SlowFinalizer:
-    def __del__(self):
-        sum(range(20000))  # about half the block's time is spent here, where exceptions are ignored
+def test_no_deadline_never_raises():
+    assert Deadline.after(None).left() is None and not NO_DEADLINE.passed()
+    NO_DEADLINE.check()
 
 
-def test_interrupt_at_retries_when_a_finalizer_swallows_the_exception(capsys):
-    """Ten blocks, each spending about half its time in a finalizer: without the retry,
-    one of them almost surely loses its exception and runs to the end of its loop."""
-    for _ in range(10):
-        began = time.monotonic()
-        with pytest.raises(DeadlineReached):
-            with interrupt_at(began + 0.05):
-                for _ in range(2_000):  # seconds of work: ends only if the interrupt was lost
-                    _SlowFinalizer()
-                    sum(range(20000))
-        assert time.monotonic() - began < 2
-    assert "Exception ignored" not in capsys.readouterr().err
+def test_the_z3_engine_polls_its_deadline_while_building_the_encoding(monkeypatch):
+    """The building of the encoding stops at its first poll after the deadline (here a
+    clock that jumps once polled enough): no interruption from another thread is involved,
+    so the exception never lands inside z3's Python wrappers (a CI worker crashed so)."""
+    program = get_strategy("threshold")(parse_file(str(KERNEL))).program
+    polls = {"n": 0}
+
+    def check(self):
+        polls["n"] += 1
+        if polls["n"] > 300:
+            raise DeadlineReached()
+
+    monkeypatch.setattr(Deadline, "check", check)
+    result = z3_check(program, (("N", 0, 250),), Z3Options(timeout=600))
+    assert result.verdict == Verdict.UNKNOWN and "time limit reached while building the Z3 encoding" in result.reason
+    assert polls["n"] == 301
 
 
-def test_interrupt_at_leaves_a_block_that_ends_in_time_alone():
-    for _ in range(50):
-        with interrupt_at(time.monotonic() + 5):
-            sum(range(1000))
-    time.sleep(0.05)  # no stray exception arrives later
-    with interrupt_at(None):
-        pass
-
-
-def test_interrupt_at_a_deadline_already_past_raises_at_once():
-    with pytest.raises(DeadlineReached):
-        with interrupt_at(time.monotonic() - 1):
-            raise AssertionError("the block must not run")
+def test_repeated_short_z3_timeouts_leave_z3_usable():
+    """Session 9's interrupting timer could corrupt z3's reference counts (a worker died
+    with SIGSEGV): many short budgets in a row, then z3 must still answer."""
+    program = get_strategy("threshold")(parse_file(str(KERNEL))).program
+    for budget in (0.02, 0.05, 0.1, 0.2, 0.3):
+        result = z3_check(program, (("N", 0, 250),), Z3Options(timeout=budget))
+        assert result.verdict == Verdict.UNKNOWN
+    gc.collect()
+    assert z3_check(program, (("N", 0, 3),), Z3Options()).verdict == Verdict.BISIMILAR
 
 
 def test_z3_engine_answers_unknown_within_its_timeout():
     program = get_strategy("threshold")(parse_file(str(KERNEL))).program
     began = time.monotonic()
-    result = check(program, (("N", 0, 250),), Z3Options(timeout=1.0))
+    result = z3_check(program, (("N", 0, 250),), Z3Options(timeout=1.0))
     elapsed = time.monotonic() - began
     assert result.verdict == Verdict.UNKNOWN and result.holds is None
     assert "time limit reached" in result.reason
@@ -76,3 +82,15 @@ def test_verify_z3_timeout_flag_exits_3(capsys):
     assert status == 3
     assert time.monotonic() - began < 4.0
     assert "verdict: unknown (time limit reached" in capsys.readouterr().out
+
+
+def test_z3_engine_timeout_holds_over_millions_of_valuations():
+    """Four parameters in 0..40 (2.8 million valuations): the list of valuations was
+    sorted before the clock was looked at (7 s past a 0.5 s limit)."""
+    program = parse_file(str(FLASH))
+    bounds = tuple((p.name, 0, 40) for p in program.params)
+    began = time.monotonic()
+    result = z3_check(program, bounds, Z3Options(timeout=0.5))
+    assert result.verdict == Verdict.UNKNOWN and "time limit reached" in result.reason
+    assert result.total_valuations == 41 ** 4
+    assert time.monotonic() - began < 3.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import time
 
 import attrs
 import pytest
@@ -122,6 +123,36 @@ def test_a_timeout_is_unknown_never_proved():
     proof = prove(synced, ProofOptions(timeout=0.0))
     assert proof.status == "unknown"
     assert all(o.status != PROVED for o in proof.obligations)
+
+
+def test_the_proof_polls_its_deadline_throughout_the_term_building(monkeypatch):
+    """The budget ends at a poll of the obligations' term building (no interruption from
+    another thread, which could land inside z3's wrappers and crashed a CI worker): a
+    deadline that passes at any of the first 200 polls ends the proof unknown, naming it."""
+    from verify.engines.deadline import Deadline, DeadlineReached
+
+    synced = get_strategy("threshold")(parse_file(KERNELS / "triangular_attention.sync")).program
+    for stop in (1, 7, 40, 200):
+        polls = {"n": 0}
+
+        def check(self, polls=polls, stop=stop):
+            polls["n"] += 1
+            if polls["n"] >= stop:
+                raise DeadlineReached()
+
+        monkeypatch.setattr(Deadline, "check", check)
+        proof = prove(synced, ProofOptions(timeout=600))
+        assert proof.status == "unknown" and proof.reason == "the proof's time budget of 600 s ran out", stop
+        assert polls["n"] == stop
+
+
+@pytest.mark.parametrize("kernel", ["triangular_attention.sync", "six_engine_block.sync"])
+def test_a_short_proof_budget_ends_the_proof_in_time(kernel):
+    synced = get_strategy("threshold")(parse_file(KERNELS / kernel)).program
+    began = time.monotonic()
+    proof = prove(synced, ProofOptions(timeout=1.0))
+    assert proof.status == "unknown" and "time budget of 1 s ran out" in proof.reason
+    assert time.monotonic() - began < 3.0
 
 
 def _verify_json(capsys, *args):
