@@ -11,7 +11,7 @@ T_min(y, F) = 1 + local index of the last F-instance y depends on (0: none).
 from __future__ import annotations
 
 import itertools
-from typing import Mapping
+from typing import Callable, Mapping
 
 import attrs
 
@@ -82,9 +82,12 @@ class UnrollLimit(Exception):
     """More dynamic instances than the caller's budget allows (not an error of the kernel)."""
 
 
-def unroll(program: Program, values: Mapping[str, int], limit: int | None = None) -> Unrolled:
+def unroll(program: Program, values: Mapping[str, int], limit: int | None = None,
+           compiled: Callable | None = None) -> Unrolled:
     """Unroll `program` for parameter `values` (every parameter must have one).
-    Raises UnrollLimit once more than `limit` instances (or barrier passes) arise."""
+    Raises UnrollLimit once more than `limit` instances (or barrier passes) arise.
+    `compiled`: a `compiler()` to share between unrollings of this same program (its
+    cache is keyed by node identity)."""
     missing = [p.name for p in program.params if p.name not in values]
     if missing:
         raise UsageError(f"no value for parameter(s) {', '.join(missing)}")
@@ -98,7 +101,7 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
     env: dict[str, int] = dict(valuation)
     loop_env: list[tuple[str, int]] = []
     iters: dict[str, int] = {}
-    compiled = compiler()  # expressions compiled once, evaluated per instance
+    compiled = compiled or compiler()  # expressions compiled once, evaluated per instance
 
     def where() -> str:
         return valuation_text(valuation + tuple(loop_env))

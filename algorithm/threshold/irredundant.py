@@ -177,6 +177,7 @@ def _shown_necessary(program: Program, entries) -> set:
     that spares the Z3 proof for the waits that are not redundant."""
     import itertools
 
+    from semantics.compiled import compiler
     from semantics.sequential import UnrollLimit, unroll
     from algorithm.threshold.plan import apply_plan
 
@@ -190,9 +191,11 @@ def _shown_necessary(program: Program, entries) -> set:
         combos.append(tuple(p.default for p in program.params))
     engines = len(program.engines)
     shown: set = set()
+    compiled = compiler()  # one for every valuation: compiling took most of an unroll of a long kernel
     for combo in combos:
         try:
-            unrolled = unroll(synced, dict(zip(names, combo)), limit=max(20_000, 200 * len(all_ops)))
+            unrolled = unroll(synced, dict(zip(names, combo)), limit=max(20_000, 200 * len(all_ops)),
+                              compiled=compiled)
         except (UnrollLimit, SyncproofError):
             continue
         by_local = [[i for i in s if i >= 0] for s in unrolled.streams]
