@@ -10,7 +10,7 @@ from pathlib import Path
 
 from semantics.errors import EvalError, UsageError
 from semantics.ir import Barrier, Program, walk_stmts
-from semantics.sequential import UnrollLimit, unroll
+from semantics.sequential import UnrollLimit, count_instances, unroll
 from verify.cli.args import check_strategy, strategy_help
 from verify.progress import Progress
 from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, simulate
@@ -63,6 +63,7 @@ MAX_INSTANCES = 2_000_000  # per timed run: beyond this, memory and time run awa
 
 def _unroll(program: Program, values: dict):
     try:
+        count_instances(program, values, MAX_INSTANCES)  # refuses a runaway size before unrolling it
         return unroll(program, values, limit=MAX_INSTANCES)
     except UnrollLimit:
         raise UsageError(f"the run has more than {MAX_INSTANCES:,} instances at "
