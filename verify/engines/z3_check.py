@@ -34,7 +34,6 @@ model is an InternalError (a bug in syncproof).
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 
 import attrs
