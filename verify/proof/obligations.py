@@ -105,6 +105,13 @@ def domain_lower(program: Program, options: ProofOptions) -> dict[str, int]:
     return {p.name: max(p.lower, given.get(p.name, 0)) for p in program.params}
 
 
+def budget_ran_out(timeout: float | None) -> str:
+    """The one wording of an ended budget, wherever it is seen first (prove.py's driver,
+    an obligation, a query): which sees it first depends on timing."""
+    amount = "" if timeout is None else f" of {timeout:g} s"
+    return f"the proof's time budget{amount} ran out"
+
+
 class Prover:
     def __init__(self, program: Program, options: ProofOptions, deadline: Deadline | None = None):
         """`deadline`: when the proof's budget ends (default: options.timeout from now);
@@ -119,6 +126,7 @@ class Prover:
         self.depth = depth(program)
         lower = domain_lower(program, options)
         self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
+        self.dumped = 0  # queries written by dump_smt (it sat after a return: --dump-smt crashed)
 
     def either(self, *terms):
         """A disjunction in the proof's context (z3.Or() of nothing would take the default one)."""
@@ -137,15 +145,12 @@ class Prover:
     def conflict(self, x: Op, x_env: dict, y: Op, y_env: dict):
         self.deadline.check()
         return conflict(x, x_env, y, y_env, self.ctx)
-        self.dumped = 0
 
     def out_of_time(self) -> bool:
         return self.deadline.passed()
 
     def out_of_budget(self) -> str:
-        # The same words as prove.py's (which check sees the budget end first depends on timing).
-        amount = "" if self.options.timeout is None else f" of {self.options.timeout:g} s"
-        return f"the proof's time budget{amount} ran out"
+        return budget_ran_out(self.options.timeout)
 
     def query(self, facts: list, name: str):
         """(PROVED, None) when the facts are unsat, (FAILED, valuation) when sat,

@@ -51,7 +51,8 @@ from verify.proof.counts import Unsupported
 from verify.proof.int32 import RangeLimit, range_limit
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
-    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, divisors, domain_lower, loop_sites,
+    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, budget_ran_out, divisors, domain_lower,
+    loop_sites,
 )
 
 
@@ -105,7 +106,7 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     try:
         proof = _prove(program, options, deadline)
     except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
-        proof = Proof(UNKNOWN, options.property, reason=f"the proof's time budget of {options.timeout:g} s ran out",
+        proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
                       seconds=time.monotonic() - began)
     if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
         proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline))
@@ -192,7 +193,7 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
                                  seconds=time.monotonic() - began)
             result = decide(o.model)
             if result is None:
-                o = attrs.evolve(o, status=UNKNOWN, reason=f"the proof's time budget of {options.timeout:g} s ran out "
+                o = attrs.evolve(o, status=UNKNOWN, reason=f"{budget_ran_out(options.timeout)} "
                                  f"while deciding the query's valuation {_text(o.model)}")
             else:
                 o = attrs.evolve(o, status=UNKNOWN, reason=(

@@ -286,3 +286,15 @@ def test_proof_never_touches_z3_default_context(monkeypatch):
     monkeypatch.setattr(z3.z3, "main_ctx", refuse)
     proof = prove(program, ProofOptions(timeout=None))
     assert proof.status == PROVED
+
+
+def test_a_proof_query_that_ends_unknown_is_written_by_dump_smt(tmp_path):
+    """Regression: the counter of written queries was set after a `return`, so the first
+    unknown proof query under --dump-smt raised AttributeError."""
+    from verify.proof.obligations import Prover
+
+    prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions(dump_smt=str(tmp_path), query_rlimit=1))
+    a, b = z3.Int("a", prover.ctx), z3.Int("b", prover.ctx)
+    status, reason = prover.query([a * b == 7, a > 1, b > 1], "probe")
+    assert status == "unknown" and "query written to" in reason
+    assert [p.name for p in tmp_path.iterdir()] == ["prove-001-probe.smt2"]
