@@ -61,13 +61,22 @@ def sync_threshold(program: Program, conflicts=None) -> SyncResult:
     """The `threshold` strategy. `conflicts` replaces the dependence relation's access-pair
     test (default: semantics.symbolic.conflicting_pairs); only tests pass one, to build
     deliberately broken strategies that the checkers must catch."""
-    from algorithm.threshold import apply_plan, irredundant, plan_thresholds
+    from algorithm.threshold import PlanEntry, apply_plan, irredundant, plan_thresholds
+    from algorithm.threshold.compose import plan_by_statement
     from semantics.symbolic import conflicting_pairs
 
     conflicts = conflicts or conflicting_pairs
     program = _without_peer_clauses(program)
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
         return _on_queues(lambda view: sync_threshold(view, conflicts), program)
+    composed = plan_by_statement(program, conflicts)
+    if composed is not None:  # repeated statement shapes: each planned once (compose.py)
+        synced = apply_plan(program, [PlanEntry(op, engine, threshold, True) for op, engine, threshold in composed.entries])
+        return SyncResult(synced, {
+            "strategy": "threshold", "dependence_pairs": composed.dependence_pairs, **_counts(synced),
+            "dropped_redundant": composed.dropped, "conservative": 0, "fallback": None, "local_barriers": 0,
+            "notes": [], "slices": composed.slices, "slice_shapes": composed.shapes,
+        })
     plan = plan_thresholds(program, conflicts)
     uncounted = [e for e in plan.entries if e.threshold is None]
     if uncounted:

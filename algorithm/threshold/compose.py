@@ -1,0 +1,299 @@
+"""Planning by statement (issue 16): the threshold plan of a long program assembled
+from plans of its top-level statements, each distinct shape planned once.
+
+Rule. For a top-level statement S, the waits of S's ops depend only on
+- S itself and the earlier top-level statements that hold a producer conflicting
+  with an op of S (the *included* statements), and
+- how many instances of each engine the other earlier statements run (*gaps*): a
+  threshold counts every instance of the producer engine before the last conflicting
+  one, but a statement with no conflicting producer adds to that count only its
+  number of instances, a closed form over the parameters.
+So S is planned in a slice program: the included statements and S, in program order,
+with each gap replaced by a stand-in loop `for g in 0..G { F op }` (one per engine
+with instances in the gap) over a fresh parameter G >= 0. A threshold of the slice is
+exact for every G >= 0, hence for the real gap count, which is substituted for G
+afterwards. Slices equal up to the names of loops, ops and buffers (a model's layers
+compiled to the same loop nest) are planned once: the memo is keyed by the slice's
+text with those names numbered in order of appearance.
+
+The slice is planned by the whole-program planner (plan_thresholds, then
+irredundant), so its waits are the planner's: exact, and minimal within the slice.
+It may keep a wait that the whole program shows redundant through an op of an
+excluded statement (sound, one wait more); such a wait is reported in the stats as
+any other. Used only when some slice shape occurs twice (sync_threshold): otherwise
+every slice is planned once anyway and the whole program is planned as before.
+
+Falls back to the whole-program planner (returns None) when a gap has no closed form,
+a slice's wait is conservative or uncountable, or a threshold mentions a stand-in loop.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from semantics.context import sites
+from semantics.ir import (
+    Access, And, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Param, Program, Range,
+    Var,
+)
+from semantics.printer import print_program
+from semantics.simplify import simplify
+from algorithm.threshold.counting import Session, Unsupported, full_count
+
+# Canonical names carry a character no kernel identifier has, so they never meet a
+# parameter's name.
+_MARK = "\u00b7"
+
+
+@attrs.frozen
+class Slice:
+    """Top-level statement `index` planned with the earlier statements `included`;
+    `gaps[n]` are the engines of the stand-in loops placed before `included[n]` (or
+    before the statement itself when n == len(included))."""
+
+    index: int
+    included: tuple[int, ...]
+    gaps: tuple[tuple[tuple[str, object], ...], ...]
+
+
+@attrs.frozen
+class Composed:
+    entries: list  # (op, engine, threshold) of every wait, in the order planned
+    dependence_pairs: int
+    dropped: int
+    slices: int  # top-level statements with ops
+    shapes: int  # distinct slice shapes planned
+
+
+def plan_by_statement(program: Program, conflicts) -> Composed | None:
+    """The composed plan, or None when the whole program should be planned instead
+    (no slice shape repeats, or a slice falls back; module docstring)."""
+    if len(program.body) < 2:
+        return None
+    all_sites = sites(program)
+    by_buffer: dict[str, list] = {}
+    for site in all_sites.values():
+        for buffer in {a.buffer for a in site.op.reads + site.op.writes}:
+            by_buffer.setdefault(buffer, []).append(site)
+    pairs, needed = _dependences(all_sites, by_buffer, conflicts)
+    holding = [_ops_of(stmt) for stmt in program.body]
+    present = [frozenset(op.engine for op in ops) for ops in holding]
+    slices = []
+    for index, ops in enumerate(holding):
+        if ops:
+            piece = _slice(program, index, tuple(sorted(needed.get(index, ()))), present)
+            sliced, loops, op_names = _canonical(program, piece)
+            slices.append((piece, sliced, loops, op_names, print_program(sliced)))
+    if len({key for *_, key in slices}) == len(slices):
+        return None  # every shape once: nothing to share
+    gaps = _Gaps(program, holding)
+    entries, dropped, planned = [], 0, {}
+    for piece, sliced, loops, op_names, key in slices:
+        if key not in planned:
+            result = plan_slice(sliced, conflicts)
+            if result is None:
+                return None
+            planned[key] = result
+        kept, lost = planned[key]
+        try:
+            values = {f"{_MARK}G{n}": count for n, count in enumerate(gaps.counts(piece))}
+        except Unsupported:
+            return None
+        back_loops = {new: old for old, new in loops.items()}
+        back_ops = {new: old for old, new in op_names.items()}
+        for op, engine, threshold in kept:
+            mapped = _rename_expr(threshold, back_loops, values)
+            if mapped is None:
+                return None
+            entries.append((back_ops[op], engine, simplify(mapped)))
+        dropped += lost
+    return Composed(entries, sum(pairs.values()), dropped, len(slices), len(planned))
+
+
+def plan_slice(sliced: Program, conflicts):
+    """The kept waits of the slice's last statement, (op, engine, threshold) in plan
+    order, and how many of its waits were dropped as redundant; None if a wait of the
+    slice is conservative or uncountable (the whole program is planned instead)."""
+    from algorithm.threshold.irredundant import irredundant
+    from algorithm.threshold.plan import plan_thresholds
+
+    plan = plan_thresholds(sliced, conflicts)
+    if any(e.threshold is None or not e.exact for e in plan.entries):
+        return None
+    kept, _ = irredundant(sliced, plan, conflicts)
+    own = frozenset(op.name for op in _ops_of(sliced.body[-1]))
+    mine = [(e.op, e.engine, e.threshold) for e in kept if e.op in own]
+    return mine, sum(1 for e in plan.entries if e.op in own) - len(mine)
+
+
+def _ops_of(stmt) -> list[Op]:
+    match stmt:
+        case Op():
+            return [stmt]
+        case For(body=body):
+            return [op for s in body for op in _ops_of(s)]
+        case If(then=then, else_=else_):
+            return [op for s in then + else_ for op in _ops_of(s)]
+    return []  # a barrier
+
+
+def _dependences(all_sites, by_buffer, conflicts):
+    """(op -> dependence pairs counted as plan_thresholds counts them, statement index ->
+    the earlier statements holding a producer of one of its ops)."""
+    pairs: dict[str, int] = {}
+    needed: dict[int, set] = {}
+    for name, y in all_sites.items():
+        top = y.trail[0].index
+        producers: dict[str, set] = {}
+        for buffer in {a.buffer for a in y.op.reads + y.op.writes}:
+            for x in by_buffer.get(buffer, ()):
+                if x.op.engine != y.op.engine and conflicts(x.op, y.op):
+                    producers.setdefault(x.op.engine, set()).add(x.op.name)
+                    if x.trail[0].index < top:
+                        needed.setdefault(top, set()).add(x.trail[0].index)
+        pairs[name] = sum(len(names) for names in producers.values())
+    return pairs, needed
+
+
+class _Gaps:
+    """Instances per engine of the top-level statements in a range, in closed form: one
+    count per statement shape and engine (a count is over the parameters only, so
+    statements equal up to their names have equal counts), summed cumulatively."""
+
+    def __init__(self, program: Program, holding):
+        self.body = program.body
+        self.env = {p.name: Var(p.name) for p in program.params}
+        session = Session()
+        self.facts = session.facts([session.var(p.name) >= p.lower for p in program.params])
+        self.engines_in = [frozenset(op.engine for op in ops) for ops in holding]
+        self.shapes: dict = {}  # statement index -> (its text with names numbered, that statement)
+        self.by_shape: dict = {}
+        self.sums: dict = {}  # engine -> cumulative counts of statements 0..n-1
+
+    def _count(self, index: int, engine: str):
+        shape = self.shapes.get(index)
+        if shape is None:
+            renamed = _rename_stmt(self.body[index], _Numbering(), {})
+            shape = self.shapes[index] = (print_program(Program((), (), (renamed,))), renamed)
+        key = (shape[0], engine)
+        hit = self.by_shape.get(key)
+        if hit is None:
+            renamed = shape[1]
+            targets = frozenset(op.name for op in _ops_of(renamed) if op.engine == engine)
+            hit = self.by_shape[key] = full_count((renamed,), self.env, targets, self.facts)
+        return hit
+
+    def before(self, index: int, engine: str):
+        sums = self.sums.setdefault(engine, [Const(0)])
+        while len(sums) <= index:
+            n = len(sums) - 1
+            step = self._count(n, engine) if engine in self.engines_in[n] else Const(0)
+            sums.append(sums[-1] if step == Const(0) else simplify(BinOp("+", sums[-1], step)))
+        return sums[index]
+
+    def counts(self, piece: "Slice") -> list:
+        """The instances each stand-in loop of the slice stands for, in slice order."""
+        out, start = [], 0
+        for part, stop in zip(piece.gaps, list(piece.included) + [piece.index]):
+            for engine in part:
+                out.append(simplify(BinOp("-", self.before(stop, engine), self.before(start, engine))))
+            start = stop + 1
+        return out
+
+
+class _Numbering:
+    """Names numbered in order of first appearance, one series per kind (loop, op, buffer)."""
+
+    def __init__(self):
+        self.names = {"v": {}, "o": {}, "b": {}}
+
+    def __call__(self, old: str, kind: str) -> str:
+        table = self.names[kind]
+        if old not in table:
+            table[old] = f"{_MARK}{kind}{len(table)}"
+        return table[old]
+
+
+def _slice(program, index, included, present) -> Slice:
+    parts, start = [], 0
+    for j in list(included) + [index]:
+        engines = frozenset().union(*present[start:j]) if j > start else frozenset()
+        parts.append(tuple(e for e in program.engines if e in engines))
+        start = j + 1
+    return Slice(index, included, tuple(parts))
+
+
+def _canonical(program: Program, piece: Slice):
+    """The slice program with its loops, ops and buffers numbered in order of
+    appearance, waits dropped and latencies 1 (the planner reads neither), and the maps
+    from the program's loop and op names to the slice's."""
+    fresh = _Numbering()
+    params = list(program.params)
+    body = []
+    gap = 0
+    for part, j in zip(piece.gaps, list(piece.included) + [piece.index]):
+        for engine in part:
+            params.append(Param(f"{_MARK}G{gap}", lower=0))
+            body.append(For(f"{_MARK}g{gap}", Const(0), Var(f"{_MARK}G{gap}"), (Op(engine, f"{_MARK}gap{gap}"),)))
+            gap += 1
+        body.append(_rename_stmt(program.body[j], fresh, {}))
+    sliced = Program(program.engines, tuple(params), tuple(body), name="slice")
+    return sliced, fresh.names["v"], fresh.names["o"]
+
+
+def _rename_stmt(stmt, fresh, loops: dict):
+    match stmt:
+        case Op():
+            return Op(stmt.engine, fresh(stmt.name, "o"),
+                      tuple(_rename_access(a, fresh, loops) for a in stmt.reads),
+                      tuple(_rename_access(a, fresh, loops) for a in stmt.writes),
+                      replica=stmt.replica)
+        case For(var=var):
+            inner = {**loops, var: fresh(var, "v")}
+            return For(inner[var], _rename_expr(stmt.lo, loops, {}), _rename_expr(stmt.hi, loops, {}),
+                       tuple(_rename_stmt(s, fresh, inner) for s in stmt.body))
+        case If(cond=cond, then=then, else_=else_):
+            return If(_rename_expr(cond, loops, {}), tuple(_rename_stmt(s, fresh, loops) for s in then),
+                      tuple(_rename_stmt(s, fresh, loops) for s in else_))
+    return stmt  # a barrier
+
+
+def _rename_access(access: Access, fresh, loops):
+    def index(i):
+        if isinstance(i, Range):
+            return Range(_rename_expr(i.lo, loops, {}), _rename_expr(i.hi, loops, {}))
+        return _rename_expr(i, loops, {})
+
+    return Access(fresh(access.buffer, "b"), tuple(index(i) for i in access.indices))
+
+
+def _rename_expr(node, names: dict, values: dict):
+    """`node` with loop names renamed by `names` and names in `values` replaced by
+    expressions; None if it mentions a stand-in loop (a name of neither kind marked
+    as the slice's own)."""
+    match node:
+        case Const():
+            return node
+        case Var(name=name):
+            if name in values:
+                return values[name]
+            if name in names:
+                return Var(names[name])
+            return None if name.startswith(_MARK) else node
+        case Iters(var=var):
+            if var in names:
+                return Iters(names[var])
+            return None if var.startswith(_MARK) else node
+        case Neg(operand=a) | Not(operand=a):
+            inner = _rename_expr(a, names, values)
+            return None if inner is None else type(node)(inner)
+        case BinOp(op=op, left=a, right=b) | Compare(op=op, left=a, right=b):
+            a, b = _rename_expr(a, names, values), _rename_expr(b, names, values)
+            return None if a is None or b is None else type(node)(op, a, b)
+        case Min(left=a, right=b) | Max(left=a, right=b) | And(left=a, right=b) | Or(left=a, right=b):
+            a, b = _rename_expr(a, names, values), _rename_expr(b, names, values)
+            return None if a is None or b is None else type(node)(a, b)
+        case IfExpr(cond=c, then=a, else_=b):
+            c, a, b = (_rename_expr(n, names, values) for n in (c, a, b))
+            return None if c is None or a is None or b is None else IfExpr(c, a, b)
+    raise TypeError(f"not an expression: {node!r}")
