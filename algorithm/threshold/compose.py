@@ -37,7 +37,7 @@ from semantics.ir import (
     Var,
 )
 from semantics.printer import print_program
-from semantics.simplify import simplify
+from semantics.simplify import expr, linear, simplify
 from algorithm.threshold.counting import Session, Unsupported, full_count
 
 # Canonical names carry a character no kernel identifier has, so they never meet a
@@ -78,19 +78,19 @@ def plan_by_statement(program: Program, conflicts) -> Composed | None:
     pairs, needed = _dependences(all_sites, by_buffer, conflicts)
     holding = [_ops_of(stmt) for stmt in program.body]
     present = [frozenset(op.engine for op in ops) for ops in holding]
+    shapes = _Shapes(program)
     slices = []
     for index, ops in enumerate(holding):
         if ops:
             piece = _slice(program, index, tuple(sorted(needed.get(index, ()))), present)
-            sliced, loops, op_names = _canonical(program, piece)
-            slices.append((piece, sliced, loops, op_names, print_program(sliced)))
-    if len({key for *_, key in slices}) == len(slices):
+            slices.append((piece, shapes.key(piece)))
+    if len({key for _, key in slices}) == len(slices):
         return None  # every shape once: nothing to share
-    gaps = _Gaps(program, holding)
+    gaps = _Gaps(program, holding, shapes)
     entries, dropped, planned = [], 0, {}
-    for piece, sliced, loops, op_names, key in slices:
+    for piece, key in slices:
         if key not in planned:
-            result = plan_slice(sliced, conflicts)
+            result = plan_slice(shapes.program(piece), conflicts)
             if result is None:
                 return None
             planned[key] = result
@@ -99,8 +99,7 @@ def plan_by_statement(program: Program, conflicts) -> Composed | None:
             values = {f"{_MARK}G{n}": count for n, count in enumerate(gaps.counts(piece))}
         except Unsupported:
             return None
-        back_loops = {new: old for old, new in loops.items()}
-        back_ops = {new: old for old, new in op_names.items()}
+        back_loops, back_ops = shapes.names(piece)
         for op, engine, threshold in kept:
             mapped = _rename_expr(threshold, back_loops, values)
             if mapped is None:
@@ -158,37 +157,32 @@ def _dependences(all_sites, by_buffer, conflicts):
 class _Gaps:
     """Instances per engine of the top-level statements in a range, in closed form: one
     count per statement shape and engine (a count is over the parameters only, so
-    statements equal up to their names have equal counts), summed cumulatively."""
+    statements equal up to their names have equal counts), summed cumulatively as
+    polynomials (coefficient maps: adding them needs no simplification)."""
 
-    def __init__(self, program: Program, holding):
-        self.body = program.body
+    def __init__(self, program: Program, holding, shapes: "_Shapes"):
         self.env = {p.name: Var(p.name) for p in program.params}
         session = Session()
         self.facts = session.facts([session.var(p.name) >= p.lower for p in program.params])
         self.engines_in = [frozenset(op.engine for op in ops) for ops in holding]
-        self.shapes: dict = {}  # statement index -> (its text with names numbered, that statement)
+        self.shapes = shapes
         self.by_shape: dict = {}
         self.sums: dict = {}  # engine -> cumulative counts of statements 0..n-1
 
-    def _count(self, index: int, engine: str):
-        shape = self.shapes.get(index)
-        if shape is None:
-            renamed = _rename_stmt(self.body[index], _Numbering(), {})
-            shape = self.shapes[index] = (print_program(Program((), (), (renamed,))), renamed)
-        key = (shape[0], engine)
+    def _count(self, index: int, engine: str) -> dict:
+        shape = self.shapes.of(index)
+        key = (shape.text, engine)
         hit = self.by_shape.get(key)
         if hit is None:
-            renamed = shape[1]
-            targets = frozenset(op.name for op in _ops_of(renamed) if op.engine == engine)
-            hit = self.by_shape[key] = full_count((renamed,), self.env, targets, self.facts)
+            targets = frozenset(op.name for op in _ops_of(shape.stmt) if op.engine == engine)
+            hit = self.by_shape[key] = linear(full_count((shape.stmt,), self.env, targets, self.facts))
         return hit
 
-    def before(self, index: int, engine: str):
-        sums = self.sums.setdefault(engine, [Const(0)])
+    def before(self, index: int, engine: str) -> dict:
+        sums = self.sums.setdefault(engine, [{}])
         while len(sums) <= index:
             n = len(sums) - 1
-            step = self._count(n, engine) if engine in self.engines_in[n] else Const(0)
-            sums.append(sums[-1] if step == Const(0) else simplify(BinOp("+", sums[-1], step)))
+            sums.append(_plus(sums[-1], self._count(n, engine)) if engine in self.engines_in[n] else sums[-1])
         return sums[index]
 
     def counts(self, piece: "Slice") -> list:
@@ -196,9 +190,20 @@ class _Gaps:
         out, start = [], 0
         for part, stop in zip(piece.gaps, list(piece.included) + [piece.index]):
             for engine in part:
-                out.append(simplify(BinOp("-", self.before(stop, engine), self.before(start, engine))))
+                out.append(expr(_plus(self.before(stop, engine), self.before(start, engine), -1)))
             start = stop + 1
         return out
+
+
+def _plus(a: dict, b: dict, scale: int = 1) -> dict:
+    out = dict(a)
+    for mono, coef in b.items():
+        value = out.get(mono, 0) + scale * coef
+        if value:
+            out[mono] = value
+        else:
+            out.pop(mono, None)
+    return out
 
 
 class _Numbering:
@@ -223,22 +228,79 @@ def _slice(program, index, included, present) -> Slice:
     return Slice(index, included, tuple(parts))
 
 
-def _canonical(program: Program, piece: Slice):
-    """The slice program with its loops, ops and buffers numbered in order of
-    appearance, waits dropped and latencies 1 (the planner reads neither), and the maps
-    from the program's loop and op names to the slice's."""
-    fresh = _Numbering()
-    params = list(program.params)
-    body = []
-    gap = 0
-    for part, j in zip(piece.gaps, list(piece.included) + [piece.index]):
-        for engine in part:
-            params.append(Param(f"{_MARK}G{gap}", lower=0))
-            body.append(For(f"{_MARK}g{gap}", Const(0), Var(f"{_MARK}G{gap}"), (Op(engine, f"{_MARK}gap{gap}"),)))
-            gap += 1
-        body.append(_rename_stmt(program.body[j], fresh, {}))
-    sliced = Program(program.engines, tuple(params), tuple(body), name="slice")
-    return sliced, fresh.names["v"], fresh.names["o"]
+@attrs.frozen
+class _Shape:
+    """A top-level statement with its names numbered in order of appearance (`stmt`,
+    printed as `text`), and the program's names in that order."""
+
+    text: str
+    stmt: object
+    loops: tuple[str, ...]
+    ops: tuple[str, ...]
+    buffers: tuple[str, ...]
+
+
+class _Shapes:
+    """The shape of each top-level statement (made once), and from them a slice's key,
+    program and names: a slice's statements numbered one after the other, its buffers
+    by first appearance in the slice."""
+
+    def __init__(self, program: Program):
+        self.source = program
+        self.made: dict[int, _Shape] = {}
+
+    def of(self, index: int) -> _Shape:
+        shape = self.made.get(index)
+        if shape is None:
+            fresh = _Numbering()
+            stmt = _rename_stmt(self.source.body[index], fresh, {})
+            names = {kind: tuple(table) for kind, table in fresh.names.items()}
+            shape = self.made[index] = _Shape(print_program(Program((), (), (stmt,))), stmt,
+                                              names["v"], names["o"], names["b"])
+        return shape
+
+    def _buffers(self, piece: Slice) -> list[tuple[int, ...]]:
+        seen: dict[str, int] = {}
+        out = []
+        for j in list(piece.included) + [piece.index]:
+            out.append(tuple(seen.setdefault(b, len(seen)) for b in self.of(j).buffers))
+        return out
+
+    def key(self, piece: Slice):
+        """Equal keys: slice programs equal up to names (one text per statement shape)."""
+        statements = tuple(self.of(j).text for j in list(piece.included) + [piece.index])
+        return piece.gaps, statements, tuple(self._buffers(piece))
+
+    def program(self, piece: Slice) -> Program:
+        """The slice program: stand-in loops over parameters G0, G1, ... (>= 0), then the
+        statements with the slice's numbering; waits dropped, latencies 1 (the planner
+        reads neither)."""
+        params = list(self.source.params)
+        body = []
+        gap = loops = ops = 0
+        for part, j, buffers in zip(piece.gaps, list(piece.included) + [piece.index], self._buffers(piece)):
+            for engine in part:
+                params.append(Param(f"{_MARK}G{gap}", lower=0))
+                body.append(For(f"{_MARK}g{gap}", Const(0), Var(f"{_MARK}G{gap}"), (Op(engine, f"{_MARK}gap{gap}"),)))
+                gap += 1
+            shape = self.of(j)
+            table = {"v": {f"{_MARK}v{n}": f"{_MARK}v{loops + n}" for n in range(len(shape.loops))},
+                     "o": {f"{_MARK}o{n}": f"{_MARK}o{ops + n}" for n in range(len(shape.ops))},
+                     "b": {f"{_MARK}b{n}": f"{_MARK}b{g}" for n, g in enumerate(buffers)}}
+            body.append(_rename_stmt(shape.stmt, lambda old, kind: table[kind][old], {}))
+            loops, ops = loops + len(shape.loops), ops + len(shape.ops)
+        return Program(self.source.engines, tuple(params), tuple(body), name="slice")
+
+    def names(self, piece: Slice) -> tuple[dict, dict]:
+        """The program's loop and op names by the slice program's names."""
+        loops, ops = {}, {}
+        for j in list(piece.included) + [piece.index]:
+            shape = self.of(j)
+            for name in shape.loops:
+                loops[f"{_MARK}v{len(loops)}"] = name
+            for name in shape.ops:
+                ops[f"{_MARK}o{len(ops)}"] = name
+        return loops, ops
 
 
 def _rename_stmt(stmt, fresh, loops: dict):
