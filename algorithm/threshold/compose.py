@@ -77,12 +77,19 @@ def plan_by_statement(program: Program, conflicts) -> Composed | None:
             by_buffer.setdefault(buffer, []).append(site)
     pairs, needed = _dependences(all_sites, by_buffer, conflicts)
     holding = [_ops_of(stmt) for stmt in program.body]
-    present = [frozenset(op.engine for op in ops) for ops in holding]
+    # holders[e][n]: how many of the first n statements hold an op on engine e, so that
+    # the engines of any range of statements take one subtraction each (a union over
+    # the range made long programs plan in quadratic time).
+    holders = {e: [0] for e in program.engines}
+    for ops in holding:
+        engines = {op.engine for op in ops}
+        for e, row in holders.items():
+            row.append(row[-1] + (e in engines))
     shapes = _Shapes(program)
     slices = []
     for index, ops in enumerate(holding):
         if ops:
-            piece = _slice(program, index, tuple(sorted(needed.get(index, ()))), present)
+            piece = _slice(program, index, tuple(sorted(needed.get(index, ()))), holders)
             slices.append((piece, shapes.key(piece)))
     if len({key for _, key in slices}) == len(slices):
         return None  # every shape once: nothing to share
@@ -219,11 +226,10 @@ class _Numbering:
         return table[old]
 
 
-def _slice(program, index, included, present) -> Slice:
+def _slice(program, index, included, holders) -> Slice:
     parts, start = [], 0
     for j in list(included) + [index]:
-        engines = frozenset().union(*present[start:j]) if j > start else frozenset()
-        parts.append(tuple(e for e in program.engines if e in engines))
+        parts.append(tuple(e for e in program.engines if holders[e][j] > holders[e][start]))
         start = j + 1
     return Slice(index, included, tuple(parts))
 
