@@ -49,6 +49,7 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({{"ops": len(ops(program)), "seconds": round(elapsed, 2), "cpu_seconds": round(cpu, 2), "peak_mib": round(peak, 1),
                   "waits": result.stats["waits"], "dropped": result.stats.get("dropped_redundant", 0),
                   "barriers": result.stats["barriers"], "conservative": result.stats.get("conservative", 0),
+                  "slices": result.stats.get("slices"), "slice_shapes": result.stats.get("slice_shapes"),
                   "parse_seconds": round(parse_seconds, 2), "parse_peak_mib": round(parse_peak, 1)}}))
 """
 
@@ -78,6 +79,7 @@ def main() -> int:
             print(f"{row['strategy']:>9} {row['ops']:>6} ops  {row['seconds']:>8.2f} s  cpu {row['cpu_seconds']:>8.2f} s  "
                   f"({per_op:.0f} ms/op)  "
                   f"peak {row['peak_mib']:.0f} MiB  waits {row['waits']}  dropped {row['dropped']}  "
+                  + (f"slices {row['slices']} ({row['slice_shapes']} shapes planned)  " if row["slices"] else "") +
                   f"(parse {row['parse_seconds']:.1f} s, {row['parse_peak_mib']:.0f} MiB)", flush=True)
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -13,6 +13,9 @@ explicit engine (never against the planner itself):
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 
 import attrs
 from hypothesis import event, given, note, strategies as st
@@ -32,26 +35,31 @@ from verify.verdicts import Verdict
 
 HI = 2
 
-# Three loop-nest shapes, each one twice, each block reading the one before: the shape
-# of bench/generate.py's chain (a model's layers), small enough for the explicit engine.
-CHAIN = """kernel chain
-engines LD PE ACT ST
-param N = 2, M = 2
-""" + "".join(
-    f"""for i{k} in 0..N {{
-  LD ld{k} reads {f"o{k - 1}[0]" if k else "inp"} writes a{k}[i{k} % 2]
+# Three loop-nest shapes, repeated, each block reading the one before: the shape of
+# bench/generate.py's chain (a model's layers), small enough for the explicit engine.
+def chain(blocks: int, n: int = 2, m: int = 2) -> str:
+    out = [f"kernel chain\nengines LD PE ACT ST\nparam N = {n}, M = {m}\n"]
+    for k in range(blocks):
+        src = f"o{k - 1}[0]" if k else "inp"
+        if k % 3 == 0:
+            out.append(f"""for i{k} in 0..N {{
+  LD ld{k} reads {src} writes a{k}[i{k} % 2]
   PE mm{k} reads a{k}[i{k} % 2] writes acc{k}
   ACT act{k} reads acc{k} writes o{k}[i{k} % 2]
   ST st{k} reads o{k}[i{k} % 2] writes out{k}[i{k}]
 }}
-""" if k % 3 == 0 else f"""for i{k} in 0..N {{
+""")
+        elif k % 3 == 1:
+            out.append(f"""for i{k} in 0..N {{
   for j{k} in 0..M {{
-    LD ld{k} reads o{k - 1}[0] writes a{k}[j{k} % 2]
+    LD ld{k} reads {src} writes a{k}[j{k} % 2]
     PE mm{k} reads a{k}[j{k} % 2], acc{k}[i{k} % 2] writes acc{k}[i{k} % 2]
   }}
   ACT act{k} reads acc{k}[i{k} % 2] writes o{k}[i{k} % 2]
 }}
-""" if k % 3 == 1 else f"""ACT init{k} reads o{k - 1}[0] writes o{k}[0]
+""")
+        else:
+            out.append(f"""ACT init{k} reads {src} writes o{k}[0]
 for i{k} in 0..N {{
   for j{k} in 0..i{k} + 1 {{
     PE qk{k} reads o{k}[0] writes s{k}
@@ -59,15 +67,20 @@ for i{k} in 0..N {{
   }}
   ST st{k} reads p{k} writes out{k}[i{k}]
 }}
-""" for k in range(6))
+""")
+    return "".join(out)
 
 
-def composed_problems(program: Program, limit: int = 5) -> list[str]:
+CHAIN = chain(6)
+
+
+def composed_problems(program: Program, limit: int = 5, out: Program | None = None, bisimilar: bool = True,
+                      hi: int = HI) -> list[str]:
     """What is wrong with the threshold output of `program`: a wait that differs from
     the brute-force T_min at some instance, or an output that is not bisimilar."""
-    out = get_strategy("threshold")(program).program
+    out = out or get_strategy("threshold")(program).program
     problems = []
-    bounds = param_bounds(program, HI)
+    bounds = param_bounds(program, hi)
     for combo in itertools.product(*(range(lo, hi + 1) for _, lo, hi in bounds)):
         values = dict(zip((name for name, _, _ in bounds), combo))
         unrolled = unroll(out, values)
@@ -77,8 +90,8 @@ def composed_problems(program: Program, limit: int = 5) -> list[str]:
                     problems.append(f"{values} {y.describe()}: wait {out.engines[f]} >= {t}, T_min = {need[f]}")
                     if len(problems) >= limit:
                         return problems
-    verdict = check(out, bounds)
-    if verdict.verdict != Verdict.BISIMILAR:
+    verdict = check(out, bounds) if bisimilar else None
+    if verdict is not None and verdict.verdict != Verdict.BISIMILAR:
         problems.append(f"{verdict.verdict.value}: {verdict.witness and verdict.witness.explanation}")
     return problems
 
@@ -121,6 +134,25 @@ def test_wrong_stand_in_counts_are_caught():
             assert composed_problems(program), f"a stand-in count off by {delta} went unnoticed"
         finally:
             compose._Gaps.counts = counts
+
+
+def test_a_long_chain_syncs_through_the_cli_with_exact_waits(tmp_path):
+    """At the scale of a model (300 blocks, 1,100 ops): the CLI syncs it (planned by statement),
+    the same under two hash seeds, and every wait equals the brute-force T_min at
+    N = M = 1 (the explicit engine is not run at this size)."""
+    source = tmp_path / "chain.sync"
+    source.write_text(chain(300))
+    outputs = []
+    for seed in ("0", "1"):
+        run = subprocess.run([sys.executable, "-m", "verify.cli", "sync", str(source)], capture_output=True,
+                             text=True, env={**os.environ, "PYTHONHASHSEED": seed}, timeout=600)
+        assert run.returncode == 0, run.stderr
+        outputs.append(run.stdout)
+    assert outputs[0] == outputs[1]
+    program, out = parse(source.read_text()), parse(outputs[0])
+    assert sum(len(op.waits) for op in ops(out)) > len(ops(out))
+    problems = composed_problems(program, out=out, bisimilar=False, hi=1)
+    assert not problems, "\n".join(problems)
 
 
 # ------------------------------------------------------------ generated programs
