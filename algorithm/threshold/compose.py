@@ -68,8 +68,8 @@ class Composed:
 def plan_by_statement(program: Program, conflicts) -> Composed | None:
     """The composed plan, or None when the whole program should be planned instead
     (no slice shape repeats, or a slice falls back; module docstring)."""
-    if len(program.body) < 2:
-        return None
+    if len(program.body) < 2 or program.queues:
+        return None  # (sync_threshold plans a program with DMA queues in its transfer view)
     all_sites = sites(program)
     by_buffer: dict[str, list] = {}
     for site in all_sites.values():

@@ -4,7 +4,8 @@ instances of the statements a slice leaves out. Held here, against brute force a
 explicit engine (never against the planner itself):
 
 - every wait of the composed output equals the brute-force T_min at every instance of
-  its op (the kept waits are exact), and the output is bisimilar to its source;
+  its op (tests/support/oracle.py: the kept waits are exact), and the output is
+  bisimilar to its source;
 - on generated programs repeated with renamed loops, ops and buffers (some buffers
   shared between the copies, so that copies depend on each other);
 - a composition with wrong stand-in counts is caught by the same check.
@@ -27,8 +28,7 @@ from semantics.ir import (
 )
 from semantics.parser import parse
 from semantics.printer import print_program
-from semantics.sequential import unroll
-from tests.algorithm.test_threshold import brute_force_minimum
+from tests.support import oracle
 from verify.engines.explicit import check
 from verify.search.generators import param_bounds, programs
 from verify.verdicts import Verdict
@@ -83,11 +83,15 @@ def composed_problems(program: Program, limit: int = 5, out: Program | None = No
     bounds = param_bounds(program, hi)
     for combo in itertools.product(*(range(lo, hi + 1) for _, lo, hi in bounds)):
         values = dict(zip((name for name, _, _ in bounds), combo))
-        unrolled = unroll(out, values)
-        for y, need in zip(unrolled.instances, brute_force_minimum(unrolled)):
-            for f, t in y.waits:
-                if max(0, t) != need[f]:
-                    problems.append(f"{values} {y.describe()}: wait {out.engines[f]} >= {t}, T_min = {need[f]}")
+        run = oracle.unroll_program(out, values)
+        for y in run.instances:
+            need: dict[str, int] = {}
+            for x in run.instances[: y.id]:
+                if oracle.depends(y, x):
+                    need[x.engine] = max(need.get(x.engine, 0), x.local + 1)
+            for engine, t in y.waits:
+                if max(0, t) != need.get(engine, 0):
+                    problems.append(f"{values} {y.op}{y.env}: wait {engine} >= {t}, T_min = {need.get(engine, 0)}")
                     if len(problems) >= limit:
                         return problems
     verdict = check(out, bounds) if bisimilar else None
