@@ -126,8 +126,8 @@ def plan_slice(sliced: Program, conflicts):
     plan = plan_thresholds(sliced, conflicts)
     if any(e.threshold is None or not e.exact for e in plan.entries):
         return None
-    kept, _ = irredundant(sliced, plan, conflicts)
     own = frozenset(op.name for op in _ops_of(sliced.body[-1]))
+    kept, _ = irredundant(sliced, plan, conflicts, only=own)
     mine = [(e.op, e.engine, e.threshold) for e in kept if e.op in own]
     return mine, sum(1 for e in plan.entries if e.op in own) - len(mine)
 
@@ -281,12 +281,17 @@ class _Shapes:
         """The slice program: stand-in loops over parameters G0, G1, ... (>= 0), then the
         statements with the slice's numbering; waits dropped, latencies 1 (the planner
         reads neither)."""
-        params = list(self.source.params)
+        # The stand-ins' parameters come first: the redundancy pass's concrete runs
+        # (irredundant._shown_necessary) take the first 64 valuations in lexicographic
+        # order, and with the program's parameters first those all had N = 0, where no
+        # wait is needed, so every wait went to a Z3 proof. Their default 0 adds the
+        # program's defaults to those runs.
+        params = []
         body = []
         gap = loops = ops = 0
         for part, j, buffers in zip(piece.gaps, list(piece.included) + [piece.index], self._buffers(piece)):
             for engine in part:
-                params.append(Param(f"{_MARK}G{gap}", lower=0))
+                params.append(Param(f"{_MARK}G{gap}", 0, lower=0))
                 body.append(For(f"{_MARK}g{gap}", Const(0), Var(f"{_MARK}G{gap}"), (Op(engine, f"{_MARK}gap{gap}"),)))
                 gap += 1
             shape = self.of(j)
@@ -295,7 +300,7 @@ class _Shapes:
                      "b": {f"{_MARK}b{n}": f"{_MARK}b{g}" for n, g in enumerate(buffers)}}
             body.append(_rename_stmt(shape.stmt, lambda old, kind: table[kind][old], {}))
             loops, ops = loops + len(shape.loops), ops + len(shape.ops)
-        return Program(self.source.engines, tuple(params), tuple(body), name="slice")
+        return Program(self.source.engines, tuple(params) + self.source.params, tuple(body), name="slice")
 
     def names(self, piece: Slice) -> tuple[dict, dict]:
         """The program's loop and op names by the slice program's names."""

@@ -88,9 +88,12 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
     return simplify(subst(entry.closed, values))
 
 
-def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs) -> tuple[list[PlanEntry], int]:
+def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
+                only: frozenset | None = None) -> tuple[list[PlanEntry], int]:
     """The plan's entries without redundant waits, and how many were dropped
-    (`conflicts` as for `plan_thresholds`)."""
+    (`conflicts` as for `plan_thresholds`). With `only`, just the waits of those ops
+    are tried (the others are kept; a proof never relies on a wait being dropped, so
+    the waits tried get the same answers: compose.py plans one statement of a slice)."""
     ctx = Context(program, conflicts, plan.session)
     all_sites = ctx.sites
     entries = {(e.op, e.engine): e for e in plan.entries}
@@ -151,6 +154,8 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs) -> tu
     dropped = 0
     for n, (y_name, y_entries) in enumerate(by_op.items()):
         keep_z3_small(n, ctx)
+        if only is not None and y_name not in only:
+            continue
         y = all_sites[y_name]
         for entry in y_entries:
             if not entry.exact or entry.closed is None or (y_name, entry.engine) in pinned \
