@@ -13,10 +13,6 @@ from semantics.ir import (
 
 _COND_TYPES = (Compare, And, Or, Not)
 
-def _loc(meta_or_token) -> Loc:
-    return Loc(meta_or_token.line, meta_or_token.column)
-
-
 def _is_cond(node) -> bool:
     return isinstance(node, _COND_TYPES)
 
@@ -52,24 +48,33 @@ def _param_int(node, what: str) -> int:
 
 @v_args(meta=True)
 class ToIR(Transformer):
-    """Lark tree -> a list of line items, with IR expressions inside."""
+    """Lark tree -> a list of line items, with IR expressions inside. `line_offset`: the
+    lines before the parsed text in its file (the parser parses a long file a block of
+    lines at a time)."""
+
+    def __init__(self, line_offset: int = 0):
+        super().__init__()
+        self.line_offset = line_offset
+
+    def _loc(self, meta_or_token) -> Loc:
+        return Loc(meta_or_token.line + self.line_offset, meta_or_token.column)
 
     # ---- expressions
     def int(self, meta, children):
         (tok,) = children
-        return Const(int(tok), loc=_loc(tok))
+        return Const(int(tok), loc=self._loc(tok))
 
     def decimal(self, meta, children):
         (tok,) = children
-        return _Decimal(str(tok), _loc(tok))
+        return _Decimal(str(tok), self._loc(tok))
 
     def name(self, meta, children):
         (tok,) = children
-        return Var(str(tok), loc=_loc(tok))
+        return Var(str(tok), loc=self._loc(tok))
 
     def call(self, meta, children):
         fn, *args = children
-        loc = _loc(fn)
+        loc = self._loc(fn)
         if fn == "iters":
             if len(args) != 1 or not isinstance(args[0], Var):
                 raise KernelError("iters takes exactly one loop variable name, as in `iters(i)`", loc)
@@ -86,78 +91,78 @@ class ToIR(Transformer):
 
     def neg(self, meta, children):
         (operand,) = children
-        return Neg(_expect_expr(operand), loc=_loc(meta))
+        return Neg(_expect_expr(operand), loc=self._loc(meta))
 
     def binop(self, meta, children):
         left, op, right = children
-        return BinOp(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=_loc(meta),
-                     op_loc=_loc(op.children[0]))
+        return BinOp(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=self._loc(meta),
+                     op_loc=self._loc(op.children[0]))
 
     def compare(self, meta, children):
         left, op, right = children
-        return Compare(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=_loc(meta))
+        return Compare(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=self._loc(meta))
 
     def and_(self, meta, children):
         left, right = children
-        return And(_expect_cond(left), _expect_cond(right), loc=_loc(meta))
+        return And(_expect_cond(left), _expect_cond(right), loc=self._loc(meta))
 
     def or_(self, meta, children):
         left, right = children
-        return Or(_expect_cond(left), _expect_cond(right), loc=_loc(meta))
+        return Or(_expect_cond(left), _expect_cond(right), loc=self._loc(meta))
 
     def not_(self, meta, children):
         (operand,) = children
-        return Not(_expect_cond(operand), loc=_loc(meta))
+        return Not(_expect_cond(operand), loc=self._loc(meta))
 
     def ifexpr(self, meta, children):
         cond, then, else_ = children
-        return IfExpr(_expect_cond(cond), _expect_expr(then), _expect_expr(else_), loc=_loc(meta))
+        return IfExpr(_expect_cond(cond), _expect_expr(then), _expect_expr(else_), loc=self._loc(meta))
 
     # ---- clauses
     def range_index(self, meta, children):
         lo, hi = children
         return Range(_expect_expr(lo, "an integer range bound"), _expect_expr(hi, "an integer range bound"),
-                     loc=_loc(meta))
+                     loc=self._loc(meta))
 
     def access(self, meta, children):
         name, *indices = children
         return Access(str(name), tuple(i if isinstance(i, Range) else _expect_expr(i, "an integer index")
-                                       for i in indices), loc=_loc(name))
+                                       for i in indices), loc=self._loc(name))
 
     def reads(self, meta, children):
-        return ("reads", tuple(children), _loc(meta))
+        return ("reads", tuple(children), self._loc(meta))
 
     def writes(self, meta, children):
-        return ("writes", tuple(children), _loc(meta))
+        return ("writes", tuple(children), self._loc(meta))
 
     def lat(self, meta, children):
         (value,) = children
         match value:
             case Const(value=v):
-                return ("lat", v, _loc(meta))
+                return ("lat", v, self._loc(meta))
             case Neg(operand=Const(value=v)):
                 raise KernelError(f"negative latency -{v}: a latency is a non-negative integer", value.loc)
             case _Decimal(text=text):
                 raise KernelError(f"non-integer latency {text}: a latency is a non-negative integer", value.loc)
             case _:
                 # A latency expression (timing only); negative values are run-time errors.
-                return ("lat", _expect_expr(value, "an integer latency"), _loc(meta))
+                return ("lat", _expect_expr(value, "an integer latency"), self._loc(meta))
 
     def wait_item(self, meta, children):
         engine, threshold = children
-        return Wait(str(engine), _expect_expr(threshold, "an integer threshold"), loc=_loc(engine))
+        return Wait(str(engine), _expect_expr(threshold, "an integer threshold"), loc=self._loc(engine))
 
     def wait(self, meta, children):
-        return ("waits", tuple(children), _loc(meta))
+        return ("waits", tuple(children), self._loc(meta))
 
     # Peer sync clauses (docs/peers.md): each item is (engine name, id expression, loc).
     def sync_item(self, meta, children):
         engine, *ident = children
         ident = _expect_expr(ident[0], "an integer flag or queue id") if ident else Const(0)
-        return (str(engine), ident, _loc(engine))
+        return (str(engine), ident, self._loc(engine))
 
     def _syncs(self, kind, meta, children):
-        return ("syncs", tuple(Sync(kind, e, i, loc=l) for e, i, l in children), _loc(meta))
+        return ("syncs", tuple(Sync(kind, e, i, loc=l) for e, i, l in children), self._loc(meta))
 
     def setflag(self, meta, children):
         return self._syncs("setflag", meta, children)
@@ -174,10 +179,10 @@ class ToIR(Transformer):
     # ---- lines: (kind, loc, payload)
     def kernel_decl(self, meta, children):
         (name,) = children
-        return ("kernel", _loc(meta), (str(name), _loc(name)))
+        return ("kernel", self._loc(meta), (str(name), self._loc(name)))
 
     def engines_decl(self, meta, children):
-        return ("engines", _loc(meta), tuple((str(t), _loc(t)) for t in children))
+        return ("engines", self._loc(meta), tuple((str(t), self._loc(t)) for t in children))
 
     def param_lower(self, meta, children):
         return ("lower", _param_int(children[0], "a parameter's lower bound"))
@@ -188,14 +193,14 @@ class ToIR(Transformer):
     def param_item(self, meta, children):
         name, *parts = children
         given = dict(parts)
-        return Param(str(name), given.get("default"), loc=_loc(name), lower=given.get("lower", 0))
+        return Param(str(name), given.get("default"), loc=self._loc(name), lower=given.get("lower", 0))
 
     def param_decl(self, meta, children):
-        return ("param", _loc(meta), tuple(children))
+        return ("param", self._loc(meta), tuple(children))
 
     def via(self, meta, children):
         (queue,) = children
-        return ("queue", str(queue), _loc(meta))
+        return ("queue", str(queue), self._loc(meta))
 
     def queue_increment(self, meta, children):
         (value,) = children
@@ -204,15 +209,15 @@ class ToIR(Transformer):
                 return v
             case _:
                 raise KernelError("a queue's increment is a positive integer literal", getattr(value, "loc", None)
-                                  or _loc(meta))
+                                  or self._loc(meta))
 
     def queue_decl(self, meta, children):
         name, *increment = children
-        return ("queue", _loc(meta), Queue(str(name), increment[0] if increment else 1, loc=_loc(name)))
+        return ("queue", self._loc(meta), Queue(str(name), increment[0] if increment else 1, loc=self._loc(name)))
 
     def replica(self, meta, children):
         (group,) = children
-        return ("replica", str(group), _loc(meta))
+        return ("replica", str(group), self._loc(meta))
 
     def op_line(self, meta, children):
         engine, name, *clauses = children
@@ -230,25 +235,25 @@ class ToIR(Transformer):
                 fields["lat"] = payload
             else:
                 fields[kind] = fields[kind] + payload
-        op = Op(str(engine), str(name), loc=_loc(engine), name_loc=_loc(name), **fields)
-        return ("op", _loc(meta), (op, _loc(name)))
+        op = Op(str(engine), str(name), loc=self._loc(engine), name_loc=self._loc(name), **fields)
+        return ("op", self._loc(meta), (op, self._loc(name)))
 
     def for_open(self, meta, children):
         var, lo, hi = children
-        return ("for", _loc(meta), (str(var), _loc(var), _expect_expr(lo, "an integer bound"), _expect_expr(hi, "an integer bound")))
+        return ("for", self._loc(meta), (str(var), self._loc(var), _expect_expr(lo, "an integer bound"), _expect_expr(hi, "an integer bound")))
 
     def if_open(self, meta, children):
         (cond,) = children
-        return ("if", _loc(meta), _expect_cond(cond))
+        return ("if", self._loc(meta), _expect_cond(cond))
 
     def else_line(self, meta, children):
-        return ("else", _loc(meta), None)
+        return ("else", self._loc(meta), None)
 
     def close(self, meta, children):
-        return ("close", _loc(meta), None)
+        return ("close", self._loc(meta), None)
 
     def barrier(self, meta, children):
-        return ("barrier", _loc(meta), None)
+        return ("barrier", self._loc(meta), None)
 
     def start(self, meta, children):
         return list(children)
