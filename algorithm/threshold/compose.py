@@ -34,7 +34,7 @@ import attrs
 from semantics.context import sites
 from semantics.ir import (
     Access, And, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Param, Program, Range,
-    Var,
+    Var, walk_stmts,
 )
 from semantics.printer import print_program
 from semantics.simplify import expr, linear, simplify
@@ -93,7 +93,7 @@ def plan_by_statement(program: Program, conflicts) -> Composed | None:
             slices.append((piece, shapes.key(piece)))
     if len({key for _, key in slices}) == len(slices):
         return None  # every shape once: nothing to share
-    gaps = _Gaps(program, holding, shapes)
+    gaps = _Gaps(program, holders, shapes)
     entries, dropped, planned = [], 0, {}
     for piece, key in slices:
         if key not in planned:
@@ -133,14 +133,7 @@ def plan_slice(sliced: Program, conflicts):
 
 
 def _ops_of(stmt) -> list[Op]:
-    match stmt:
-        case Op():
-            return [stmt]
-        case For(body=body):
-            return [op for s in body for op in _ops_of(s)]
-        case If(then=then, else_=else_):
-            return [op for s in then + else_ for op in _ops_of(s)]
-    return []  # a barrier
+    return [s for s in walk_stmts((stmt,)) if isinstance(s, Op)]
 
 
 def _dependences(all_sites, by_buffer, conflicts):
@@ -167,11 +160,11 @@ class _Gaps:
     statements equal up to their names have equal counts), summed cumulatively as
     polynomials (coefficient maps: adding them needs no simplification)."""
 
-    def __init__(self, program: Program, holding, shapes: "_Shapes"):
+    def __init__(self, program: Program, holders: dict, shapes: "_Shapes"):
         self.env = {p.name: Var(p.name) for p in program.params}
         session = Session()
         self.facts = session.facts([session.var(p.name) >= p.lower for p in program.params])
-        self.engines_in = [frozenset(op.engine for op in ops) for ops in holding]
+        self.holders = holders  # engine -> statements holding one of its ops, cumulatively
         self.shapes = shapes
         self.by_shape: dict = {}
         self.sums: dict = {}  # engine -> cumulative counts of statements 0..n-1
@@ -189,7 +182,8 @@ class _Gaps:
         sums = self.sums.setdefault(engine, [{}])
         while len(sums) <= index:
             n = len(sums) - 1
-            sums.append(_plus(sums[-1], self._count(n, engine)) if engine in self.engines_in[n] else sums[-1])
+            held = self.holders[engine][n + 1] > self.holders[engine][n]
+            sums.append(_plus(sums[-1], self._count(n, engine)) if held else sums[-1])
         return sums[index]
 
     def counts(self, piece: "Slice") -> list:
