@@ -61,12 +61,12 @@ def _preceding(program: Program):
 
 
 @st.composite
-def perturbed_exact_programs(draw):
+def perturbed_exact_programs(draw, ranges: bool = False):
     """Exact waits, then up to three mutations: a positive threshold lowered by 1 or 2
     for one instance, a threshold raised by 1..3 for one instance, a threshold raised
     to wait for a later F-instance that still precedes the op, a wait dropped, a
-    barrier added."""
-    program = draw(programs())
+    barrier added. `ranges`: the programs have range accesses `a[lo..hi]` too."""
+    program = draw(programs(ranges=ranges))
     table = oracle.exact_table(program, bounds_of(program))
     before = _preceding(program)
     entries = sorted((op, f, key) for (op, f), d in table.items() for key in d)

@@ -233,7 +233,20 @@ def _bound(kind: str, e: sp.Expr, w: sp.Symbol, atoms: Atoms):
         return ("eq" if kind == "eq" else "lo", -rest)
     if c == -1:  # rest - w >= 0 / == 0
         return ("eq" if kind == "eq" else "hi", rest)
+    if kind != "eq" and c.is_Integer:
+        # c * w + rest >= 0 with |c| > 1 (`if i >= 16 * j`, summed over j): a bound by
+        # floor division, an atom over the other names (rest is free of w).
+        if c > 0:  # w >= ceil(-rest / c) = -floor(rest / c)
+            return ("lo", -_floor_div(rest, int(c), atoms))
+        return ("hi", _floor_div(rest, int(-c), atoms))  # w <= floor(rest / -c)
     raise Unsupported(f"a condition with coefficient {c} on the loop index {w}")
+
+
+def _floor_div(e: sp.Expr, m: int, atoms: Atoms) -> sp.Expr:
+    """floor(e / m) for a positive constant m: a number, or a floor-division atom."""
+    if e.is_Integer:
+        return sp.Integer(int(e) // m)
+    return atoms.make("fd", e, m)
 
 
 def loop_sum(pieces, w: sp.Symbol, lo_part, hi_part, atoms: Atoms) -> tuple:

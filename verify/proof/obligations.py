@@ -15,7 +15,7 @@ import attrs
 import z3
 
 from semantics.context import Site, Step
-from semantics.ir import BinOp, Const, For, If, Op, Program, walk_expr
+from semantics.ir import BinOp, Const, For, If, Op, Program, index_exprs, walk_expr
 from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
 
 from verify.engines.deadline import Deadline
@@ -420,7 +420,7 @@ class Prover:
 
 def divisors(op: Op) -> list:
     """The non-constant divisors of an op's indices and thresholds."""
-    roots = [i for a in op.reads + op.writes for i in a.indices] + [w.threshold for w in op.waits]
+    roots = [e for a in op.reads + op.writes for i in a.indices for e in index_exprs(i)] + [w.threshold for w in op.waits]
     return _divisors(roots)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import z3
 
 from semantics.context import Site, common_depth, sites
-from semantics.ir import BinOp, Const, For, If, Iters, Op, Program, Var, walk_expr, walk_stmts
+from semantics.ir import BinOp, Const, For, If, Iters, Op, Program, Range, Var, index_exprs, walk_expr, walk_stmts
 from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
@@ -81,20 +81,27 @@ def shared_loops(a: Site, b: Site) -> set:
 
 def index_solutions(target: Site, other: Site, other_env: dict, ctx: z3.Context) -> dict:
     """Values of target's loop variables that make one of its accesses name the same
-    element as an access of `other`: from indices `v`, `v + c`, `v - c`."""
+    element as an access of `other`: from indices `v`, `v + c`, `v - c`. Against a
+    range `lo..hi` of `other`, the range's first and last elements (the extreme
+    instances that touch it); a range index of the target's own proposes nothing.
+    Candidates only: every obligation checks what it is given."""
     out: dict[str, list] = {}
     loop_vars = {s.stmt.var for s in loop_steps(target)}
     for at, ao in conflicting_pairs(target.op, other.op) + [
             (a, b) for b, a in conflicting_pairs(other.op, target.op)]:
         for it, io in zip(at.indices, ao.indices):
-            value = to_z3(io, other_env, ctx=ctx)
-            match it:
-                case Var(name=v) if v in loop_vars:
-                    out.setdefault(v, []).append(value)
-                case BinOp(op="+", left=Var(name=v), right=Const(value=c)) if v in loop_vars:
-                    out.setdefault(v, []).append(value - c)
-                case BinOp(op="-", left=Var(name=v), right=Const(value=c)) if v in loop_vars:
-                    out.setdefault(v, []).append(value + c)
+            if isinstance(io, Range):
+                values = [to_z3(io.lo, other_env, ctx=ctx), to_z3(io.hi, other_env, ctx=ctx) - 1]
+            else:
+                values = [to_z3(io, other_env, ctx=ctx)]
+            for value in values:
+                match it:
+                    case Var(name=v) if v in loop_vars:
+                        out.setdefault(v, []).append(value)
+                    case BinOp(op="+", left=Var(name=v), right=Const(value=c)) if v in loop_vars:
+                        out.setdefault(v, []).append(value - c)
+                    case BinOp(op="-", left=Var(name=v), right=Const(value=c)) if v in loop_vars:
+                        out.setdefault(v, []).append(value + c)
     return out
 
 
@@ -190,7 +197,8 @@ def expressions(program: Program):
     for stmt in walk_stmts(program.body):
         match stmt:
             case Op():
-                roots = [i for a in stmt.reads + stmt.writes for i in a.indices] + [w.threshold for w in stmt.waits]
+                roots = [e for a in stmt.reads + stmt.writes for i in a.indices for e in index_exprs(i)]
+                roots += [w.threshold for w in stmt.waits]
             case For():
                 roots = [stmt.lo, stmt.hi]
             case If():
