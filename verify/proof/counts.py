@@ -14,15 +14,20 @@ algorithm/threshold/counting.py and must not be trusted here), with sympy polyno
   disjoint and cover everything, so `min`, `max` and `if` split the space.
 - The count of a statement is structural: an op counts 1 if it is a target; `if`
   guards its branches with its condition; a loop sums its body over its range.
-- A sum over a loop index w of a piece turns the piece's atoms on w (coefficient +-1)
-  into bounds: w ranges from the largest lower bound to the smallest upper bound;
-  every choice of "largest" and "smallest" is its own piece (ties broken by position so
-  the choices are disjoint) with the range non-empty, and the polynomial is summed by
-  Faulhaber's formulas. Zero-trip loops are the empty-range case: no piece.
-- `e // m` and `e % m` with a constant m > 0 and e free of the summed index become
-  atoms (fresh symbols, translated back to Z3's floor division). Anything else (an
-  index under `//` or `%` inside a sum, a coefficient other than +-1, a non-constant
-  divisor) raises `Unsupported`: the proof then says why it fell back.
+- A sum over a loop index w of a piece turns the piece's atoms on w into bounds
+  (verify/proof/sums.py): a coefficient +-1 gives w's bound itself, another constant
+  coefficient a floor division (`if i >= 16 * j`, summed over j); w ranges from the
+  largest lower bound to the smallest upper bound; every choice of "largest" and
+  "smallest" is its own piece (ties broken by position so the choices are disjoint)
+  with the range non-empty, and the polynomial is summed by Faulhaber's formulas.
+  Zero-trip loops are the empty-range case: no piece.
+- `e // m` and `e % m` with a constant m > 0 become atoms (fresh symbols, translated
+  back to Z3's floor division; verify/proof/pieces.py). A sum over an index under
+  such an atom (`if i % 2 == 0`) is split by residue class: w = p * t + s for each s
+  in 0..p-1, where p makes every such atom linear in t plus an atom free of t (at most
+  16 classes). Anything else (a non-linear term, a non-constant divisor, an equation
+  with a coefficient other than +-1) raises `Unsupported`: the proof then says why it
+  fell back.
 
 `to_z3` turns a count into a Z3 integer term, with the symbols of parameters and loop
 indices mapped to Z3 terms chosen by the caller (one instance or another).
@@ -30,14 +35,12 @@ indices mapped to Z3 terms chosen by the caller (one instance or another).
 
 from __future__ import annotations
 
-import functools
 import itertools
 
 import sympy as sp
 import z3
 
 from semantics.context import Site
-from semantics.errors import SyncproofError
 from semantics.ir import (
     And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Program, Var,
 )
@@ -45,74 +48,10 @@ from semantics.symbolic import py_floordiv, py_mod
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
 
-MAX_PIECES = 4_000
-
-
-class Unsupported(SyncproofError):
-    """The counts of this program have no closed form this module can build."""
-
-
-# An atom: ("ge", e) for e >= 0 or ("eq", e) for e == 0, e an integer-valued sympy expr.
-# A piece: (tuple of atoms, sympy value). A count or partition: tuple of pieces.
-
-
-def sym(name: str) -> sp.Symbol:
-    return sp.Symbol(name, integer=True)
-
-
-class Atoms:
-    """The fresh symbols standing for `e // m` and `e % m`, with their definitions."""
-
-    def __init__(self):
-        self.defs: dict[sp.Symbol, tuple[str, sp.Expr, int]] = {}
-        self._by_key: dict = {}
-
-    def make(self, kind: str, dividend: sp.Expr, divisor: int) -> sp.Symbol:
-        key = (kind, sp.expand(dividend), divisor)
-        if key not in self._by_key:
-            s = sym(f"_{kind}{len(self._by_key)}")
-            self._by_key[key] = s
-            self.defs[s] = key
-        return self._by_key[key]
-
-    def mentions(self, expr: sp.Expr, var: sp.Symbol) -> bool:
-        """Does `expr` depend on `var`, also through a floor-division atom?"""
-        for s in expr.free_symbols:
-            if s == var or (s in self.defs and self.mentions(self.defs[s][1], var)):
-                return True
-        return False
-
-
-def _simplify(pieces) -> tuple:
-    out = []
-    for conds, value in pieces:
-        value = sp.expand(value)
-        if value == 0:
-            continue
-        kept, dead = [], False
-        for kind, e in conds:
-            e = sp.expand(e)
-            if e.is_number:
-                if (kind == "ge" and e < 0) or (kind == "eq" and e != 0):
-                    dead = True
-                    break
-                continue
-            if (kind, e) not in kept:
-                kept.append((kind, e))
-        if not dead:
-            out.append((tuple(kept), value))
-    if len(out) > MAX_PIECES:
-        raise Unsupported(f"more than {MAX_PIECES} case splits in a count")
-    return tuple(out)
-
-
-def _combine(a, b, fn) -> tuple:
-    """Pointwise fn of two partitions."""
-    return _simplify((ca + cb, fn(va, vb)) for (ca, va), (cb, vb) in itertools.product(a, b))
-
-
-def _const(value) -> tuple:
-    return (((), sp.Integer(value)),)
+from verify.proof.pieces import (  # noqa: F401  (Unsupported, Atoms: re-exported)
+    MAX_PIECES, Atoms, Unsupported, combine, const, simplify_pieces, sym,
+)
+from verify.proof.sums import loop_sum
 
 
 # ------------------------------------------------------------------ expressions
@@ -122,7 +61,7 @@ def expr(node, env: dict, atoms: Atoms) -> tuple:
     """The partition of an IR expression; names are looked up in `env` (sympy terms)."""
     match node:
         case Const(value=v):
-            return _const(v)
+            return const(v)
         case Var(name=name):
             return (((), env[name]),)
         case Iters():
@@ -133,11 +72,11 @@ def expr(node, env: dict, atoms: Atoms) -> tuple:
             left, right = expr(a, env, atoms), expr(b, env, atoms)
             match op:
                 case "+":
-                    return _combine(left, right, lambda x, y: x + y)
+                    return combine(left, right, lambda x, y: x + y)
                 case "-":
-                    return _combine(left, right, lambda x, y: x - y)
+                    return combine(left, right, lambda x, y: x - y)
                 case "*":
-                    return _combine(left, right, lambda x, y: x * y)
+                    return combine(left, right, lambda x, y: x * y)
                 case "//" | "%":
                     def divide(x, y):
                         if not (y.is_Integer and y > 0):
@@ -145,20 +84,20 @@ def expr(node, env: dict, atoms: Atoms) -> tuple:
                         if x.is_Integer:
                             return sp.Integer(int(x) // int(y) if op == "//" else int(x) % int(y))
                         return atoms.make("fd" if op == "//" else "md", x, int(y))
-                    return _combine(left, right, divide)
+                    return combine(left, right, divide)
         case Min(left=a, right=b) | Max(left=a, right=b):
             pieces = []
             for (ca, va), (cb, vb) in itertools.product(expr(a, env, atoms), expr(b, env, atoms)):
                 first, second = (va, vb) if isinstance(node, Min) else (vb, va)
                 pieces.append((ca + cb + (("ge", vb - va),), first))  # va <= vb
                 pieces.append((ca + cb + (("ge", va - vb - 1),), second))
-            return _simplify(pieces)
+            return simplify_pieces(pieces)
         case IfExpr(cond=c, then=a, else_=b):
             pieces = []
             for guard, branch in ((cond(c, env, atoms, True), a), (cond(c, env, atoms, False), b)):
                 for conj in guard:
                     pieces += [(conj + cv, v) for cv, v in expr(branch, env, atoms)]
-            return _simplify(pieces)
+            return simplify_pieces(pieces)
     raise Unsupported(f"cannot count with {type(node).__name__}")
 
 
@@ -197,85 +136,6 @@ def cond(node, env: dict, atoms: Atoms, positive: bool) -> list[tuple]:
     raise Unsupported(f"cannot count under a {type(node).__name__} condition")
 
 
-# ------------------------------------------------------------------- summation
-
-
-@functools.lru_cache(maxsize=None)
-def _power_sum(k: int) -> sp.Expr:
-    """S_k(n) = sum of w**k for w in 0..n-1, as a polynomial in n."""
-    n, w = sym("_n"), sym("_w")
-    return sp.expand(sp.summation(w ** k, (w, 0, n - 1)))
-
-
-def _faulhaber(value: sp.Expr, w: sp.Symbol, lo: sp.Expr, hi: sp.Expr) -> sp.Expr:
-    """sum of value for w in lo..hi inclusive (lo <= hi + 1)."""
-    poly = sp.Poly(value, w)
-    total = sp.Integer(0)
-    n = sym("_n")
-    for (k,), coeff in poly.terms():
-        s = _power_sum(k)
-        total += coeff * (s.subs(n, hi + 1) - s.subs(n, lo))
-    return sp.expand(total)
-
-
-def _bound(kind: str, e: sp.Expr, w: sp.Symbol, atoms: Atoms):
-    """An atom on w as ('lo'|'hi'|'eq', bound), or None when it does not mention w."""
-    if not atoms.mentions(e, w):
-        return None
-    if any(s in atoms.defs and atoms.mentions(atoms.defs[s][1], w) for s in e.free_symbols):
-        raise Unsupported(f"'//' or '%' of the loop index {w}")
-    poly = sp.Poly(e, w)
-    if poly.degree() != 1:
-        raise Unsupported(f"a condition non-linear in the loop index {w}")
-    c = poly.coeff_monomial(w)
-    rest = sp.expand(e - c * w)
-    if c == 1:  # w + rest >= 0 / == 0
-        return ("eq" if kind == "eq" else "lo", -rest)
-    if c == -1:  # rest - w >= 0 / == 0
-        return ("eq" if kind == "eq" else "hi", rest)
-    if kind != "eq" and c.is_Integer:
-        # c * w + rest >= 0 with |c| > 1 (`if i >= 16 * j`, summed over j): a bound by
-        # floor division, an atom over the other names (rest is free of w).
-        if c > 0:  # w >= ceil(-rest / c) = -floor(rest / c)
-            return ("lo", -_floor_div(rest, int(c), atoms))
-        return ("hi", _floor_div(rest, int(-c), atoms))  # w <= floor(rest / -c)
-    raise Unsupported(f"a condition with coefficient {c} on the loop index {w}")
-
-
-def _floor_div(e: sp.Expr, m: int, atoms: Atoms) -> sp.Expr:
-    """floor(e / m) for a positive constant m: a number, or a floor-division atom."""
-    if e.is_Integer:
-        return sp.Integer(int(e) // m)
-    return atoms.make("fd", e, m)
-
-
-def loop_sum(pieces, w: sp.Symbol, lo_part, hi_part, atoms: Atoms) -> tuple:
-    """sum over w in [lo, hi) of a count; lo and hi are partitions free of w."""
-    out = []
-    for (clo, lo), (chi, hi), (conds, value) in itertools.product(lo_part, hi_part, pieces):
-        lows, highs, free = [lo], [hi - 1], list(clo + chi)
-        for kind, e in conds:
-            b = _bound(kind, e, w, atoms)
-            if b is None:
-                free.append((kind, e))
-            else:
-                if b[0] in ("lo", "eq"):
-                    lows.append(b[1])
-                if b[0] in ("hi", "eq"):
-                    highs.append(b[1])
-        lows = list(dict.fromkeys(sp.expand(x) for x in lows))
-        highs = list(dict.fromkeys(sp.expand(x) for x in highs))
-        if atoms.mentions(sum(lows) + sum(highs), w):
-            raise Unsupported(f"a bound of the loop over {w} depends on {w}")
-        for a, la in enumerate(lows):
-            for b, ub in enumerate(highs):
-                extra = [("ge", la - lk - (1 if k < a else 0)) for k, lk in enumerate(lows) if k != a]
-                extra += [("ge", uk - ub - (1 if k < b else 0)) for k, uk in enumerate(highs) if k != b]
-                extra.append(("ge", ub - la))
-                out.append((tuple(free + extra), _faulhaber(value, w, la, ub)))
-    return _simplify(out)
-
-
 # ---------------------------------------------------------------------- counts
 
 
@@ -298,12 +158,12 @@ class Counter:
         for stmt in body:
             self.deadline.check()
             pieces += self.stmt_count(stmt, target, env)
-        return _simplify(pieces)
+        return simplify_pieces(pieces)
 
     def stmt_count(self, stmt, target, env: dict) -> tuple:
         match stmt:
             case Op():
-                return _const(1) if self._hits(stmt, target) else ()
+                return const(1) if self._hits(stmt, target) else ()
             case Barrier():
                 return ()
             case If(cond=c, then=then, else_=else_):
@@ -312,12 +172,12 @@ class Counter:
                     inner = self.body_count(branch, target, env)
                     for conj in guard:
                         pieces += [(conj + ci, v) for ci, v in inner]
-                return _simplify(pieces)
+                return simplify_pieces(pieces)
             case For(var=var, lo=lo, hi=hi, body=body):
                 w = sym(f"_{var}")
                 inner = self.body_count(body, target, {**env, var: w})
                 if target == ("loop", var):
-                    inner = inner + _const(1)
+                    inner = inner + const(1)
                 return loop_sum(inner, w, expr(lo, env, self.atoms), expr(hi, env, self.atoms), self.atoms)
         raise TypeError(stmt)
 
@@ -344,8 +204,8 @@ class Counter:
                     w = sym(f"_{var}")
                     inner = self.body_count(inner_body, target, {**env, var: w})
                     if target == ("loop", var):
-                        inner = inner + _const(1)
-                        pieces += _const(1)  # the current iteration has begun
+                        inner = inner + const(1)
+                        pieces += const(1)  # the current iteration has begun
                     pieces += loop_sum(inner, w, expr(lo, env, self.atoms), (((), here),), self.atoms)
                     env = {**env, var: here}
                     body = inner_body
@@ -353,7 +213,7 @@ class Counter:
                     body = step.stmt.then if step.branch else step.stmt.else_
                 case Op():
                     break
-        return _simplify(pieces)
+        return simplify_pieces(pieces)
 
 
 # ------------------------------------------------------------------------- Z3

@@ -1,0 +1,81 @@
+"""Counts as guarded sums (verify/proof/counts.py): the piece representation, the
+atoms standing for `e // m` and `e % m`, and their normalisation. The checker's own:
+nothing here comes from algorithm/.
+
+An atom: ("ge", e) for e >= 0 or ("eq", e) for e == 0, e an integer-valued sympy
+expression. A piece: (tuple of atoms, sympy value). A count or partition: a tuple of
+pieces.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import sympy as sp
+
+from semantics.errors import SyncproofError
+
+MAX_PIECES = 4_000
+
+
+class Unsupported(SyncproofError):
+    """The counts of this program have no closed form this module can build."""
+
+
+def sym(name: str) -> sp.Symbol:
+    return sp.Symbol(name, integer=True)
+
+
+class Atoms:
+    """The fresh symbols standing for `e // m` and `e % m`, with their definitions."""
+
+    def __init__(self):
+        self.defs: dict[sp.Symbol, tuple[str, sp.Expr, int]] = {}
+        self._by_key: dict = {}
+
+    def make(self, kind: str, dividend: sp.Expr, divisor: int) -> sp.Symbol:
+        key = (kind, sp.expand(dividend), divisor)
+        if key not in self._by_key:
+            s = sym(f"_{kind}{len(self._by_key)}")
+            self._by_key[key] = s
+            self.defs[s] = key
+        return self._by_key[key]
+
+    def mentions(self, expr: sp.Expr, var: sp.Symbol) -> bool:
+        """Does `expr` depend on `var`, also through a floor-division atom?"""
+        for s in expr.free_symbols:
+            if s == var or (s in self.defs and self.mentions(self.defs[s][1], var)):
+                return True
+        return False
+
+
+def simplify_pieces(pieces) -> tuple:
+    out = []
+    for conds, value in pieces:
+        value = sp.expand(value)
+        if value == 0:
+            continue
+        kept, dead = [], False
+        for kind, e in conds:
+            e = sp.expand(e)
+            if e.is_number:
+                if (kind == "ge" and e < 0) or (kind == "eq" and e != 0):
+                    dead = True
+                    break
+                continue
+            if (kind, e) not in kept:
+                kept.append((kind, e))
+        if not dead:
+            out.append((tuple(kept), value))
+    if len(out) > MAX_PIECES:
+        raise Unsupported(f"more than {MAX_PIECES} case splits in a count")
+    return tuple(out)
+
+
+def combine(a, b, fn) -> tuple:
+    """Pointwise fn of two partitions."""
+    return simplify_pieces((ca + cb, fn(va, vb)) for (ca, va), (cb, vb) in itertools.product(a, b))
+
+
+def const(value) -> tuple:
+    return (((), sp.Integer(value)),)
