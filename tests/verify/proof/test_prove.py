@@ -431,8 +431,11 @@ def test_teeth_the_range_check_rejects_a_proof_that_reads_ranges_as_points(prop,
     assert _refuted_by_the_differential((program, prop))
 
 
-def test_layernorm_with_its_range_accesses_is_proved_for_every_parameter_value():
-    program = parse_file(str(ROOT / "kernels" / "suite" / "layernorm.sync"))
+@pytest.mark.parametrize("name", ["layernorm", "transpose_parity_evac"])
+def test_suite_threshold_output_with_ranges_or_residues_is_proved_for_every_parameter_value(name):
+    """layernorm has range accesses, transpose_parity_evac an `if i % 2 == 0` summed over
+    i: neither was attempted before session 13."""
+    program = parse_file(str(ROOT / "kernels" / "suite" / f"{name}.sync"))
     proof = prove(get_strategy("threshold")(program).program, ProofOptions(timeout=120))
     assert proof.status == PROVED, proof.reason
 
