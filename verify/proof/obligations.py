@@ -15,11 +15,11 @@ import attrs
 import z3
 
 from semantics.context import Site, Step
-from semantics.ir import BinOp, Const, For, If, Op, Program, index_exprs, walk_expr
+from semantics.ir import BinOp, Const, For, If, Op, Program, walk_expr
 from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
 
 from verify.engines.deadline import Deadline
-from verify.proof.terms import Terms, depth, last_candidates, lex_le, witnesses
+from verify.proof.terms import Terms, depth, last_candidates, lex_le, op_expressions, witnesses
 from verify.verdicts import ObligationKind, ProofStatus, Property
 
 PROVED, FAILED, UNKNOWN = ProofStatus.PROVED, ProofStatus.FAILED, ProofStatus.UNKNOWN
@@ -420,8 +420,7 @@ class Prover:
 
 def divisors(op: Op) -> list:
     """The non-constant divisors of an op's indices and thresholds."""
-    roots = [e for a in op.reads + op.writes for i in a.indices for e in index_exprs(i)] + [w.threshold for w in op.waits]
-    return _divisors(roots)
+    return _divisors(op_expressions(op))
 
 
 def bound_divisors(loop: For) -> list:

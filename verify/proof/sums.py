@@ -122,7 +122,7 @@ def _moved(hits, w: sp.Symbol, period: int, s: int, atoms: Atoms, swap: dict | N
     plus an atom free of t, into `swap`; 1 when that works, else the factor the period
     lacks (a dividend's coefficient on t that its divisor does not divide)."""
     t = sym(f"{w.name}~t")
-    swap = {w: period * t + s} if swap is None else swap
+    swap = {} if swap is None else swap
     swap[w] = period * t + s
     for atom in hits:
         kind, dividend, m = atoms.defs[atom]

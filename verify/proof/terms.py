@@ -192,13 +192,17 @@ def depth(program: Program) -> int:
     return max([2] + moduli)
 
 
+def op_expressions(op: Op) -> list:
+    """An op's index expressions (a range's two bounds) and wait thresholds."""
+    return [e for a in op.reads + op.writes for i in a.indices for e in index_exprs(i)] + [w.threshold for w in op.waits]
+
+
 def expressions(program: Program):
     """Every expression and condition node of the program."""
     for stmt in walk_stmts(program.body):
         match stmt:
             case Op():
-                roots = [e for a in stmt.reads + stmt.writes for i in a.indices for e in index_exprs(i)]
-                roots += [w.threshold for w in stmt.waits]
+                roots = op_expressions(stmt)
             case For():
                 roots = [stmt.lo, stmt.hi]
             case If():
