@@ -20,6 +20,26 @@ class Unsupported(SyncproofError):
 # Z3 resource units per query: deterministic, unlike a time limit (the same answer on
 # any machine load).
 FACTS_RLIMIT = 2_000_000
+# A wall-clock backstop under the resource limit. Some of Z3's non-linear procedures
+# (nlsat, called from the SMT kernel's arithmetic) do not count resource units: a query
+# of the live nested-`if` reproducer (docs/sync-speed.md, round 8) ran for minutes at
+# 0.6M of its 2M units. The backstop gives such a query `unknown` (the wait then stays
+# conservative, or the next asking decides it) instead of hanging `sync`. It is ten
+# times what the resource limit takes at this machine's rate (about 4M units per
+# second), so an answer that Z3 gives within its units is never cut: outputs stay
+# independent of machine load unless Z3 stops counting.
+UNITS_PER_MS = 4_000  # measured: 2M units in about 0.5 s (z3 5.4.1, this machine)
+
+
+def backstop_ms(rlimit: int) -> int:
+    return max(2_000, 10 * rlimit // UNITS_PER_MS)
+
+
+def budget(solver, rlimit: int) -> None:
+    """The solver's resource limit and its wall-clock backstop."""
+    solver.set("rlimit", rlimit)
+    solver.set("timeout", backstop_ms(rlimit))
+
 # Terms made between fresh Z3 contexts: a solver push costs more as the context's term
 # table grows and never shrinks (z3 5.4.1: 101 us per push in a fresh context, 1,198 us
 # after 400,000 terms), which made long kernels plan in quadratic time.
@@ -88,7 +108,7 @@ class Session:
         answers where both decide, but flash_attention_causal's 327 queries took 59 s
         instead of 17 s."""
         solver = z3.SimpleSolver(ctx=self.ctx)
-        solver.set("rlimit", rlimit)
+        budget(solver, rlimit)
         solver.add(*assertions)
         result = solver.check()
         if result != z3.unknown:
@@ -96,7 +116,7 @@ class Session:
         source = z3.Solver(ctx=self.ctx)  # only prints the query (as built: never checked)
         source.add(*assertions)
         again = z3.SimpleSolver(ctx=z3.Context())
-        again.set("rlimit", rlimit)
+        budget(again, rlimit)
         again.from_string(source.to_smt2())
         return again.check(), again
 
@@ -156,7 +176,7 @@ class Facts:
             # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
             # same incremental mode anyway, minus the combined solver's overhead.
             self._solver = z3.SimpleSolver(ctx=self.session.ctx)
-            self._solver.set("rlimit", self.session.rlimit)
+            budget(self._solver, self.session.rlimit)
             self._solver.add(*self.assertions)
         self._solver.push()
         self._solver.add(z3.Not(claim))

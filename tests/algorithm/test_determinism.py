@@ -108,3 +108,68 @@ def test_an_unknown_of_the_incremental_solver_is_asked_again_alone(monkeypatch):
     monkeypatch.setattr(Session, "check_alone", check_alone)
     assert facts.proves(x * x * x >= 27)
     assert asked == [3]  # the facts and the negated claim, in one solver of its own
+
+
+def _uncounted_query(ctx):
+    """x^3 + y^3 = z^3 over positive integers (no solution; Z3's non-linear search
+    does not settle it and spends most of its effort where no resource unit is counted)."""
+    x, y, z = (z3.Int(n, ctx) for n in "xyz")
+    return [x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z]
+
+
+def test_a_query_past_its_backstop_answers_unknown(monkeypatch):
+    """The wall-clock backstop under the resource limit (facts.py `budget`): a query
+    Z3 does not stop by its units gives `unknown`, both asked alone and incrementally,
+    instead of hanging `sync` (round 8: a nested-`if` kernel ran for minutes at 0.6M
+    of its 2M units). The backstop is shortened here; the units are made unlimited."""
+    import time
+
+    from algorithm.threshold import facts as facts_mod
+
+    import threading
+
+    monkeypatch.setattr(facts_mod, "backstop_ms", lambda rlimit: 300)
+    # Without the backstop these checks would not return: a safety net interrupts every
+    # Z3 context made here after 20 s, so that a missing backstop fails the timing
+    # below instead of hanging the suite.
+    made = []
+
+    class Recorded(z3.Context):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(z3, "Context", Recorded)
+    session = Session(rlimit=0)  # 0: no resource limit at all
+    done = threading.Event()
+
+    def interrupt_after_20_s():
+        if not done.wait(20):
+            while not done.wait(0.5):  # contexts made after the first interrupt too
+                for ctx in list(made):
+                    ctx.interrupt()
+
+    net = threading.Thread(target=interrupt_after_20_s, daemon=True)
+    net.start()
+    try:
+        start = time.perf_counter()
+        result, solver = session.check_alone(_uncounted_query(session.ctx), 0)
+        alone = time.perf_counter() - start
+        known = session.facts(_uncounted_query(session.ctx)[:3])
+        x, y, z = (session.var(n) for n in "xyz")
+        proved = known.proves(x * x * x + y * y * y != z * z * z)
+    finally:
+        done.set()
+    assert result == z3.unknown, result
+    assert alone < 10, f"check_alone ran {alone:.1f} s: not cut by the backstop"
+    assert not proved
+
+
+def test_backstop_leaves_room_for_every_counted_budget():
+    """The backstop is ten times what a budget takes at the measured unit rate, and
+    never under 2 s: it cuts only queries whose units stopped counting."""
+    from algorithm.threshold.facts import FACTS_RLIMIT, UNITS_PER_MS, backstop_ms
+
+    assert backstop_ms(FACTS_RLIMIT) == 10 * FACTS_RLIMIT // UNITS_PER_MS >= 2_000
+    assert backstop_ms(200_000_000) == 500_000
+    assert backstop_ms(1) == 2_000
