@@ -84,7 +84,7 @@ def _latest(loop: For, u: str, hi, conds, env) -> list:
         return [simplify(BinOp("-", top, Const(back))) for back in range(min(len(excluded), MAX_OPTIONS - 1) + 1)]
     if len(congruent) == 1 and congruent[0][2] is not None:
         m, _, residue = congruent[0]
-        return [simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))]
+        return [_closed_latest(top, residue, m) or simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))]
     if congruent:
         period = 1
         for m, _, _ in congruent:
@@ -94,6 +94,25 @@ def _latest(loop: For, u: str, hi, conds, env) -> list:
         if period <= MAX_OPTIONS:
             return [simplify(BinOp("-", top, Const(back))) for back in range(period)]
     return [top]
+
+
+def _closed_latest(top, residue, m):
+    """The latest u <= top with u % m == residue, without a `%`, when the residue is
+    `L % m` and top - L is 0 or -1: then (top - residue) % m = (top - L) % m is 0, or
+    m - 1 (m > 0, as the congruence assumes), and u is top, or top - m + 1. The
+    multi-buffered slot `a[i % (D + 1)]` read in an earlier iteration is then
+    i - D - 1 rather than `i - 1 - (i - 1 - i % (D + 1)) % (D + 1)`, the same value,
+    on which Z3's proof of the candidates took seconds (kernels/ring_buffer.sync)."""
+    if isinstance(m, Const) or not (isinstance(residue, BinOp) and residue.op == "%" and residue.right == m):
+        return None  # (a constant modulus is linear to Z3: the `%` form costs it nothing)
+    while isinstance(residue.left, BinOp) and residue.left.op == "%" and residue.left.right == m:
+        residue = residue.left  # (L % m) % m = L % m
+    gap = simplify(BinOp("-", top, residue.left))
+    if gap == Const(0):
+        return top
+    if gap == Const(-1):
+        return simplify(BinOp("+", BinOp("-", top, m), Const(1)))
+    return None
 
 
 def _gcd(a: int, b: int) -> int:

@@ -192,3 +192,42 @@ def test_shape_memo_is_hit_by_a_renamed_copy():
     # Every question about the copy is answered from the memo (twice: both flags).
     mismatches, hits = _memo_mismatches(_doubled(parse(BROKEN_KEY_KERNEL)), limit=None)
     assert not mismatches and hits >= 2 * len(_questions(parse(BROKEN_KEY_KERNEL)))
+
+
+# ------------------------------------------------------------ closed-form latest index
+
+from semantics.evaluate import eval_expr  # noqa: E402
+from semantics.ir import BinOp, Const  # noqa: E402
+
+
+@pytest.mark.parametrize("shift", [0, 1, -1, 2])
+@pytest.mark.parametrize("top_back", [0, 1, 2])
+def test_closed_latest_index_is_the_brute_force_latest(shift, top_back):
+    """candidates._closed_latest: the latest u <= top with u % m == (i + shift) % m,
+    where top = i - top_back and the modulus m = D + 1 is a parameter expression, is
+    the brute-force one for every i, D (or the rule declines and returns None)."""
+    i, m = Var("i"), BinOp("+", Var("D"), Const(1))
+    top = BinOp("-", i, Const(top_back))
+    residue = BinOp("%", BinOp("%", BinOp("+", i, Const(shift)), m), m)  # as the planner builds it
+    closed = candidates_mod._closed_latest(top, residue, m)
+    applies = top_back + shift in (0, 1)  # top - L = -(top_back + shift) is 0 or -1
+    assert (closed is not None) == applies
+    if closed is None:
+        return
+    for d in range(0, 6):
+        for value in range(-3, 15):
+            env = {"i": value, "D": d}
+            want = max(u for u in range(value - 20, eval_expr(top, env) + 1)
+                       if u % (d + 1) == (value + shift) % (d + 1))
+            assert eval_expr(closed, env) == want, (env, closed)
+
+
+def test_teeth_a_closed_latest_index_off_by_the_period_is_caught(monkeypatch):
+    """The brute-force comparison above catches a rule that steps back one period too
+    far (u = top - m instead of top - m + 1 for top - L = -1)."""
+    def wrong(top, residue, m):
+        return BinOp("-", top, m)
+
+    monkeypatch.setattr(candidates_mod, "_closed_latest", wrong)
+    with pytest.raises(AssertionError):
+        test_closed_latest_index_is_the_brute_force_latest(0, 1)
