@@ -53,6 +53,7 @@ from algorithm.threshold.counting import Unsupported
 from algorithm.threshold.thresholds import (  # noqa: F401
     candidate_count, closed_iters, count_before_y, tidy_threshold,
 )
+from semantics.printer import print_expr
 from semantics.simplify import simplify
 
 
@@ -134,8 +135,8 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
                             part = IfExpr(candidate.condition, count, part)
                             closed_part = None if closed is None or closed_part is None else IfExpr(candidate.condition, closed, closed_part)
                             sources.append((x, candidate))
-                        parts.append(part)
-                        closed_parts.append(closed_part)
+                        parts.append((x.trail[0].index, part))
+                        closed_parts.append((x.trail[0].index, closed_part))
                 except Unsupported as why:
                     notes.append(str(why))
             if notes:
@@ -153,26 +154,84 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
             else:
                 if not parts:
                     continue  # no producer precedes y
-                threshold = parts[0]
-                for part in parts[1:]:
-                    threshold = Max(threshold, part)
+                threshold = parts_chain = later_producers_first(parts)
                 exact = True
-            threshold = closed_iters(ctx, y, threshold)
-            threshold = tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
+            threshold = tidied(ctx, y, facts, threshold)
+            if exact and not isinstance(threshold, Const) and (plain := max_of(p for _, p in parts)) != parts_chain:
+                # The chain of later_producers_first is no max for Z3 to resolve, but
+                # where Z3 can resolve the max (one part dominates), the max form tidies
+                # to less run-time arithmetic: keep the cheaper of the two.
+                plain = tidied(ctx, y, facts, plain)
+                if operators(plain) <= operators(threshold):  # a tie keeps the recorded form
+                    threshold = plain
             if isinstance(threshold, Const) and threshold.value <= 0:
                 continue
             closed = None
-            if exact and all(c is not None for c in closed_parts):
-                closed = closed_parts[0]
-                for part in closed_parts[1:]:
-                    closed = Max(closed, part)
-                closed = simplify(closed)
+            if exact and all(c is not None for _, c in closed_parts):
+                closed = simplify(later_producers_first(closed_parts))
             plan.entries.append(PlanEntry(y.op.name, engine, threshold, exact, "; ".join(notes) or None,
                                           tuple(sources) if exact else (), closed))
     return plan
 
 
 TRUE = Compare("==", Const(0), Const(0))  # candidates.conjoin's empty conjunction
+
+
+def tidied(ctx, y: Site, facts, threshold):
+    threshold = closed_iters(ctx, y, threshold)
+    return tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
+
+
+def max_of(parts):
+    parts = iter(parts)
+    out = next(parts)
+    for part in parts:
+        out = Max(out, part)
+    return out
+
+
+OPERATORS = (" + ", " - ", " * ", " // ", " % ", "min(", "max(", "if ")
+
+
+def operators(threshold) -> int:
+    """The operators of the printed threshold: the arithmetic an engine does per wait
+    instance (the measure tests/algorithm/test_sync_outputs.py judges outputs by)."""
+    text = print_expr(threshold)
+    return sum(text.count(op) for op in OPERATORS)
+
+
+def later_producers_first(parts):
+    """The max of the producers' parts, (top-level statement index, part) in program
+    order. Each part is `if c1 then n1 else if c2 then n2 ... else 0`: the count up to
+    the candidate whose condition holds. A producer whose top-level statement comes
+    after those of all the parts before it has all its instances after all of theirs,
+    and a count up to an instance grows with program order: where one of its
+    conditions holds, its part is the max, and elsewhere it is 0. So its chain's final
+    `else 0` takes the max so far, and no `max` is left for Z3 to resolve
+    (../shared/repro/threshold_slow_nested_ifs.sync: op10's producers op2 and op16, a
+    max of two non-linear counts Z3 could not order)."""
+    out, last = None, -1
+    for index, part in parts:
+        if out is None:
+            out = part
+        elif index > last and _ends_in_zero(part):
+            out = _else_of_chain(part, out)
+        else:
+            out = Max(out, part)
+        last = max(last, index)
+    return out
+
+
+def _ends_in_zero(part) -> bool:
+    while isinstance(part, IfExpr):
+        part = part.else_
+    return part == Const(0)
+
+
+def _else_of_chain(part, tail):
+    if isinstance(part, IfExpr):
+        return IfExpr(part.cond, part.then, _else_of_chain(part.else_, tail))
+    return tail
 
 
 def second_chance(session, program: Program, x: Site, y: Site, pair) -> list | None:

@@ -210,6 +210,9 @@ def tidy_threshold(t, facts: Facts):
                 return b
             if facts.proves(facts.z(b) <= facts.z(a)) or facts.proves(facts.z(b) <= 0):
                 return a
+            if isinstance(a, IfExpr) and isinstance(b, IfExpr) and a.cond == b.cond:
+                # max(if c then p else q, if c then r else s) = if c then max(p, r) else max(q, s)
+                return tidy_threshold(IfExpr(a.cond, Max(a.then, b.then), Max(a.else_, b.else_)), facts)
             for one, other in ((a, b), (b, a)):  # max(k, if c then p else q) = if c then max(k, p) else max(k, q)
                 if isinstance(other, IfExpr) and not isinstance(one, IfExpr):
                     return tidy_threshold(IfExpr(other.cond, Max(one, other.then), Max(one, other.else_)), facts)

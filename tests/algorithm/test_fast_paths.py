@@ -231,3 +231,79 @@ def test_teeth_a_closed_latest_index_off_by_the_period_is_caught(monkeypatch):
     monkeypatch.setattr(candidates_mod, "_closed_latest", wrong)
     with pytest.raises(AssertionError):
         test_closed_latest_index_is_the_brute_force_latest(0, 1)
+
+
+# ------------------------------------------------------------ producers in program order
+
+import algorithm.threshold.plan as plan_mod  # noqa: E402
+from semantics.parser import parse  # noqa: E402
+
+from tests.algorithm.test_threshold import exactness_problems  # noqa: E402
+
+IN_ORDER = """kernel chain_in_order
+engines A B
+param S
+A init writes tx[0]
+for s in 1..S {
+  A step writes tx[s % 2]
+  B send reads tx[s % 2]
+}
+B last reads tx[S % 2]
+"""
+
+# Two producers in one top-level loop: p2's instances are not all after p1's.
+INTERLEAVED = """kernel chain_teeth
+engines A B
+param N
+for i in 0..N {
+  A p1 writes x[i]
+  A p2 writes y[i]
+}
+B c reads x[N - 1], y[0]
+"""
+
+
+def test_later_producers_chain_is_exact_without_a_max():
+    """plan.later_producers_first: the parts of producers in later top-level statements
+    are chained (`if ... else <max so far>`), no `max` left: the wait of `last` is
+    the brute-force T_min for every S and has less arithmetic than the max form."""
+    program = parse(IN_ORDER)
+    plan = plan_mod.plan_thresholds(program)
+    assert exactness_problems(program, plan, hi=5) == []
+    (last,) = [e for e in plan.entries if e.op == "last"]
+    assert "max(" not in print_program(plan_mod.apply_plan(program, [last]))
+
+
+def test_teeth_a_chain_across_interleaved_producers_is_caught(monkeypatch):
+    """Chaining regardless of the statements' order (p2 after p1 in the same loop body)
+    drops p1's later instances; the brute-force comparison catches it."""
+    original = plan_mod.later_producers_first
+
+    def unordered(parts):
+        parts = [p if isinstance(p, tuple) else (0, p) for p in parts]
+        return original([(n, p) for n, (_, p) in enumerate(parts)])
+
+    program = parse(INTERLEAVED)
+    assert exactness_problems(program, plan_mod.plan_thresholds(program), hi=3) == []
+    monkeypatch.setattr(plan_mod, "later_producers_first", unordered)
+    monkeypatch.setattr(plan_mod, "max_of", unordered)  # no max form to fall back to
+    problems = exactness_problems(program, plan_mod.plan_thresholds(program), hi=3)
+    assert any("T_min" in p for p in problems), problems
+
+
+def test_tidy_max_of_ifs_on_one_condition_is_the_same_value():
+    """thresholds.tidy_threshold: max(if c then p else q, if c then r else s) becomes
+    one `if` (no max over the condition), equal to the max at every point."""
+    from algorithm.threshold.facts import Facts
+    from algorithm.threshold.thresholds import tidy_threshold
+    from semantics.ir import Compare, IfExpr, Max
+    from semantics.printer import print_expr
+
+    n = Var("N")
+    even = Compare("==", BinOp("%", n, Const(2)), Const(0))
+    a = IfExpr(even, BinOp("+", n, Const(1)), Const(2))  # if N % 2 == 0 then N + 1 else 2
+    b = IfExpr(even, Const(3), BinOp("-", n, Const(1)))  # if N % 2 == 0 then 3 else N - 1
+    tidied = tidy_threshold(Max(a, b), Facts(Session()))
+    assert print_expr(tidied).startswith("if N % 2 == 0 then max(N + 1, 3) else max(2, N - 1)"), print_expr(tidied)
+    for n in range(-4, 9):
+        assert eval_expr(tidied, {"N": n}) == max(eval_expr(a, {"N": n}), eval_expr(b, {"N": n}))
