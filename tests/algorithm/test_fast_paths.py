@@ -238,7 +238,7 @@ def test_teeth_a_closed_latest_index_off_by_the_period_is_caught(monkeypatch):
 import algorithm.threshold.plan as plan_mod  # noqa: E402
 from semantics.parser import parse  # noqa: E402
 
-from tests.algorithm.test_threshold import exactness_problems  # noqa: E402
+from tests.support.exactness import exactness_problems  # noqa: E402
 
 IN_ORDER = """kernel chain_in_order
 engines A B

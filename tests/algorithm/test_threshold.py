@@ -25,7 +25,6 @@ Cost: the strategy calls Z3; its results are cached per kernel file for the modu
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import subprocess
 import sys
@@ -42,11 +41,11 @@ from semantics.context import static_order
 from semantics.ir import Barrier, BinOp, Const, Op, Program, map_ops, walk_stmts
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
-from semantics.sequential import Unrolled, depends_on, unroll
 from verify.engines.explicit import check
 from verify.verdicts import CheckOptions, Verdict
 
 from algorithm.queues import transfer_view
+from tests.support.exactness import exactness_problems
 from tests.support.corpus import ALL_KERNELS, CASES, CORPUS, HI, KERNELS_DIR, ROOT, bounds_of, kernel_id
 
 # ------------------------------------------------------------- known bugs
@@ -91,12 +90,6 @@ def _params(paths, *kinds, extra: dict | None = None):
 # ------------------------------------------------------------------ helpers
 
 
-def valuations(program: Program, hi: int = HI):
-    names = [p.name for p in program.params]
-    for combo in itertools.product(range(hi + 1), repeat=len(names)):
-        yield dict(zip(names, combo))
-
-
 @functools.lru_cache(maxsize=None)
 def program_of(path: Path) -> Program:
     """The kernel as the planner sees it: a kernel with DMA queues in its transfer view
@@ -112,43 +105,6 @@ def plan_of(path: Path):
 @functools.lru_cache(maxsize=None)
 def synced_of(path: Path):
     return get_strategy("threshold")(program_of(path))
-
-
-def brute_force_minimum(unrolled: Unrolled) -> list[list[int]]:
-    """T_min(y, F) for every instance y and engine F, straight from the definition:
-    1 + the local index of the last F-instance y depends on, 0 when there is none."""
-    engines = len(unrolled.program.engines)
-    result = []
-    for y in unrolled.instances:
-        need = [0] * engines
-        for x in unrolled.instances[: y.index]:
-            if depends_on(y, x):
-                need[x.engine] = max(need[x.engine], x.local + 1)
-        result.append(need)
-    return result
-
-
-def exactness_problems(program: Program, plan, hi: int = HI, limit: int = 5) -> list[str]:
-    """Where an exact plan entry differs from the brute-force T_min (a missing entry
-    counts as threshold 0, so a missing wait on a real dependence is reported too)."""
-    inexact = {(e.op, e.engine) for e in plan.entries if not e.exact}
-    planned = threshold_mod.apply_plan(program, plan.entries)
-    engines = program.engines
-    problems = []
-    for values in valuations(program, hi):
-        unrolled = unroll(planned, values)
-        for y, need in zip(unrolled.instances, brute_force_minimum(unrolled)):
-            got = [0] * len(engines)
-            for f, t in y.waits:
-                got[f] = max(got[f], max(0, t))
-            for f, engine in enumerate(engines):
-                if f == y.engine or (y.op.name, engine) in inexact:
-                    continue
-                if got[f] != need[f]:
-                    problems.append(f"{values} {y.describe()}: wait {engine} >= {got[f]}, T_min = {need[f]}")
-                    if len(problems) >= limit:
-                        return problems
-    return problems
 
 
 def inexact_entries(plan) -> list[str]:
