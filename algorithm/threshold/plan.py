@@ -154,16 +154,18 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
             else:
                 if not parts:
                     continue  # no producer precedes y
-                threshold = parts_chain = later_producers_first(parts)
+                threshold = max_of(part for _, part in parts)
                 exact = True
             threshold = tidied(ctx, y, facts, threshold)
-            if exact and not isinstance(threshold, Const) and (plain := max_of(p for _, p in parts)) != parts_chain:
-                # The chain of later_producers_first is no max for Z3 to resolve, but
-                # where Z3 can resolve the max (one part dominates), the max form tidies
-                # to less run-time arithmetic: keep the cheaper of the two.
-                plain = tidied(ctx, y, facts, plain)
-                if operators(plain) <= operators(threshold):  # a tie keeps the recorded form
-                    threshold = plain
+            if exact and "max(" in print_expr(threshold) and (chain := later_producers_first(parts)) != max_of(
+                    part for _, part in parts):
+                # A max Z3 did not resolve: the chain (later_producers_first) has none, and
+                # is kept when it tidies to less run-time arithmetic. Tidied first and
+                # always, the chain cost the nested-`if` reproducer 12 -> 21 s (its tidy
+                # reaches the wall-clock backstop) and gave two outputs more operators.
+                chain = tidied(ctx, y, facts, chain)
+                if operators(chain) < operators(threshold):
+                    threshold = chain
             if isinstance(threshold, Const) and threshold.value <= 0:
                 continue
             closed = None
