@@ -173,3 +173,28 @@ def test_backstop_leaves_room_for_every_counted_budget():
     assert backstop_ms(FACTS_RLIMIT) == 10 * FACTS_RLIMIT // UNITS_PER_MS >= 2_000
     assert backstop_ms(200_000_000) == 500_000
     assert backstop_ms(1) == 2_000
+
+
+def test_assert_all_asserts_what_solver_add_asserts():
+    """facts.assert_all (the C-API path of Facts' solvers) leaves a solver with the same
+    assertions, in the same order, as z3's Solver.add; a term it cannot take directly
+    (a Python bool, a term of another context) goes through Solver.add."""
+    import z3
+
+    from algorithm.threshold.facts import assert_all
+
+    ctx = z3.Context()
+    x, y = z3.Int("x", ctx), z3.Int("y", ctx)
+    terms = [x >= 0, z3.Or(x < y, y == 3), z3.Not(x == y)]
+    direct, plain = z3.SimpleSolver(ctx=ctx), z3.SimpleSolver(ctx=ctx)
+    assert_all(direct, terms)
+    plain.add(*terms)
+    assert len(direct.assertions()) == len(terms)
+    assert direct.sexpr() == plain.sexpr()
+    assert_all(direct, [True])  # a Python bool: through Solver.add
+    plain.add(True)
+    assert direct.sexpr() == plain.sexpr()
+    foreign = z3.Int("z", z3.Context()) >= 0  # never handed to the C API with this context
+    for solver_add in (lambda t: assert_all(direct, [t]), plain.add):
+        with pytest.raises(z3.Z3Exception):
+            solver_add(foreign)
