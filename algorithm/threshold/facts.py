@@ -44,6 +44,7 @@ def budget(solver, rlimit: int) -> None:
     solver.set("rlimit", rlimit)
     solver.set("timeout", backstop_ms(rlimit))
 
+
 def assert_all(solver, terms) -> None:
     """solver.add(*terms), with Z3's Boolean terms asserted through the C API: z3.Solver.add
     first casts each term to Bool in Python, which was a tenth of matmul_fully_optimized's

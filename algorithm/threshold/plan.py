@@ -154,11 +154,10 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
             else:
                 if not parts:
                     continue  # no producer precedes y
-                threshold = max_of(part for _, part in parts)
+                threshold = plain = max_of(part for _, part in parts)
                 exact = True
             threshold = tidied(ctx, y, facts, threshold)
-            if exact and "max(" in print_expr(threshold) and (chain := later_producers_first(parts)) != max_of(
-                    part for _, part in parts):
+            if exact and "max(" in print_expr(threshold) and (chain := later_producers_first(parts)) != plain:
                 # A max Z3 did not resolve: the chain (later_producers_first) has none, and
                 # is kept when it tidies to less run-time arithmetic. Tidied first and
                 # always, the chain cost the nested-`if` reproducer 12 -> 21 s (its tidy
@@ -209,9 +208,9 @@ def later_producers_first(parts):
     after those of all the parts before it has all its instances after all of theirs,
     and a count up to an instance grows with program order: where one of its
     conditions holds, its part is the max, and elsewhere it is 0. So its chain's final
-    `else 0` takes the max so far, and no `max` is left for Z3 to resolve
-    (../shared/repro/threshold_slow_nested_ifs.sync: op10's producers op2 and op16, a
-    max of two non-linear counts Z3 could not order)."""
+    `else 0` takes the max so far, and no `max` is left for Z3 to resolve (e.g.
+    suite/ring_allreduce: `max(if s % 2 == 0 then 1 else 0, if s >= 1 then s + 1 else 0)`
+    tidies, chained, to `s + 1`). Parts in one top-level statement stay under a max."""
     out, last = None, -1
     for index, part in parts:
         if out is None:
