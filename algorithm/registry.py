@@ -10,6 +10,7 @@ import attrs
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
 
+from algorithm.collector import fewer_collections
 from algorithm.queues import implied_pairs, semaphores, with_queues
 
 
@@ -57,6 +58,7 @@ def _on_queues(strategy, program: Program) -> SyncResult:
     return attrs.evolve(result, stats={**result.stats, **_counts(result.program)})
 
 
+@fewer_collections()
 def sync_threshold(program: Program, conflicts=None) -> SyncResult:
     """The `threshold` strategy. `conflicts` replaces the dependence relation's access-pair
     test (default: semantics.symbolic.conflicting_pairs); only tests pass one, to build
@@ -108,6 +110,7 @@ def _threshold_fallback(program: Program, plan, uncounted) -> SyncResult:
     })
 
 
+@fewer_collections()
 def _sync_barrier(program: Program) -> SyncResult:
     from algorithm.barrier import apply_barrier_plan, plan_barrier
 
@@ -122,6 +125,7 @@ def _sync_barrier(program: Program) -> SyncResult:
                                          for name in sorted(plan.local)]})
 
 
+@fewer_collections()
 def _sync_snax_barrier(program: Program) -> SyncResult:
     from algorithm.snax_barrier import snax_barrier
 
@@ -134,6 +138,7 @@ def _sync_snax_barrier(program: Program) -> SyncResult:
     return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
 
 
+@fewer_collections()
 def _sync_flags(program: Program, implied: frozenset = frozenset()) -> SyncResult:
     from algorithm.flags import flags
 
@@ -143,6 +148,7 @@ def _sync_flags(program: Program, implied: frozenset = frozenset()) -> SyncResul
     return SyncResult(synced, {"strategy": "flags", **_counts(synced), **stats})
 
 
+@fewer_collections()
 def _sync_tokens(program: Program, implied: frozenset = frozenset()) -> SyncResult:
     from algorithm.tokens import tokens
 

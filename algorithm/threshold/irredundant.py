@@ -148,6 +148,13 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
         return memo[key]
 
     compiled: dict = {}  # IR node -> its compiled evaluator (points.sample_cover)
+    # A proof of redundancy is asked again with fewer waits kept (_implied), and the
+    # chains of y's ops overlap: each hop's successors are built once. The same objects
+    # come back, so later lookups (the session's term cache, the requirement memo) hit
+    # by identity instead of comparing equal trees. IR only: Z3 terms are still made and
+    # freed per query as before (Z3 reuses a freed term's id, and ids order its search:
+    # keeping the disjunct terms alive changed flash_attention_causal's Z3 work).
+    chains = ChainSteps(sources)
     kept = {(e.op, e.engine) for e in plan.entries}
     necessary = _shown_necessary(program, plan.entries)
     pinned: set = set()
@@ -162,7 +169,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
                     or (y_name, entry.engine) in necessary:
                 continue
             others = {e.engine for e in y_entries if e.engine != entry.engine and (y_name, e.engine) in kept}
-            used = _implied(ctx, requirement, useful, sources, y, entry, others, compiled)
+            used = _implied(ctx, requirement, useful, chains, y, entry, others, compiled)
             if used is None:
                 continue
             kept.discard((y_name, entry.engine))
@@ -229,23 +236,48 @@ def _shown_necessary(program: Program, entries) -> set:
     return shown
 
 
-def _implied(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, others: set, compiled: dict):
+class ChainSteps:
+    """The chain steps of the redundancy proofs of one plan, each built once: an
+    instance's successors (the sources of its op, with the instance's condition and
+    loop values substituted in; pure IR, so when they are built changes no answer)."""
+
+    def __init__(self, sources):
+        self.sources = sources
+        self._following: dict = {}
+
+    def following(self, name: str, condition, values: dict):
+        """The steps from an instance of `name`, in the order of its sources; built
+        on first use, as far as a caller reads (a query stops at its node limit)."""
+        key = (name, condition, tuple(values.items()))
+        built = self._following.get(key)
+        if built is None:
+            built = self._following[key] = []
+        yield from built
+        sources = self.sources(name)
+        for s in sources[len(built):]:
+            step = (s.site, And(condition, subst(s.condition, values)),
+                    {k: subst(v, values) for k, v in s.values.items()})
+            built.append(step)
+            yield step
+
+
+def _implied(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, others: set, compiled: dict):
     """The engines of y's waits that a proof of redundancy needs, or None if unproven."""
-    if not _proves(ctx, requirement, useful, sources, y, entry, others, compiled):
+    if not _proves(ctx, requirement, useful, chains, y, entry, others, compiled):
         return None
     needed = set(others)
     for engine in sorted(others):
-        if _proves(ctx, requirement, useful, sources, y, entry, needed - {engine}, compiled):
+        if _proves(ctx, requirement, useful, chains, y, entry, needed - {engine}, compiled):
             needed.discard(engine)
     return needed
 
 
-def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_engines: set, compiled: dict) -> bool:
+def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_engines: set, compiled: dict) -> bool:
     program = ctx.program
     z = ctx.session.z
     target = entry.closed
     disjuncts, parts = [], []
-    frontier = [(s.site, s.condition, s.values) for s in sources(y.op.name, kept_engines)
+    frontier = [(s.site, s.condition, s.values) for s in chains.sources(y.op.name, kept_engines)
                 if useful(s.site.op.name, entry.engine)]
     nodes = 0
     for hop in range(MAX_HOPS):
@@ -259,12 +291,11 @@ def _proves(ctx, requirement, useful, sources, y: Site, entry: PlanEntry, kept_e
                 parts.append((condition, guaranteed))
                 disjuncts.append(z3.And(z(condition), z(guaranteed) >= z(target)))
             if hop + 1 < MAX_HOPS:
-                for s in sources(z_site.op.name):
+                for step in chains.following(z_site.op.name, condition, values):
                     if len(following) >= MAX_CHAIN_NODES - nodes:
-                        break  # the next hop never reaches these: do not build them
-                    if useful(s.site.op.name, entry.engine):
-                        following.append((s.site, And(condition, subst(s.condition, values)),
-                                          {k: subst(v, values) for k, v in s.values.items()}))
+                        break  # the next hop never reaches these
+                    if useful(step[0].op.name, entry.engine):
+                        following.append(step)
         frontier = following
     if not disjuncts:
         return False

@@ -1,0 +1,158 @@
+"""Python-side savings of the planner change no answer (issue 16, docs/sync-speed.md
+round 9).
+
+- The redundancy proof's chain steps (algorithm/threshold/irredundant.py `ChainSteps`)
+  are built once per plan: the Z3 queries the pass asks, and the output, are the same
+  as when every query builds its own steps. The differential test is shown to catch a
+  memo keyed too coarsely.
+- Strategies run with fewer garbage collections (algorithm/collector.py); the
+  collector's thresholds are the caller's again afterwards, on errors too.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+
+import pytest
+import z3
+
+from algorithm.collector import YOUNG_THRESHOLD, fewer_collections
+from algorithm.registry import get_strategy
+from semantics.ir import Const, Var
+from semantics.parser import parse_file
+from semantics.printer import print_program
+from tests.support.corpus import KERNELS_DIR
+
+irredundant_mod = importlib.import_module("algorithm.threshold.irredundant")
+
+# Kernels whose redundancy proofs follow chains of several hops (waits dropped or tried).
+CHAIN_KERNELS = ["suite/softmax.sync", "suite/swiglu_mlp.sync", "six_engine_block.sync",
+                 "suite/rmsnorm.sync", "if_else_split.sync"]
+
+
+class _Unshared(irredundant_mod.ChainSteps):
+    """The reference: every call builds its steps afresh (what each query did before)."""
+
+    def following(self, name, condition, values):
+        for s in self.sources(name):
+            yield (s.site, irredundant_mod.And(condition, irredundant_mod.subst(s.condition, values)),
+                   {k: irredundant_mod.subst(v, values) for k, v in s.values.items()})
+
+
+class _KeyedByName(irredundant_mod.ChainSteps):
+    """Deliberately broken: steps remembered by op name only (ignores the instance)."""
+
+    def following(self, name, condition, values):
+        cache = self.__dict__.setdefault("by_name", {})
+        if name not in cache:
+            cache[name] = list(_Unshared.following(self, name, condition, values))
+        yield from cache[name]
+
+
+def _queries_and_output(path, steps_class, monkeypatch):
+    """Every Z3 check the threshold strategy makes (assertion count, resource units) in
+    order, and the printed output, with `steps_class` as the chain-step memo."""
+    monkeypatch.setattr(irredundant_mod, "ChainSteps", steps_class)
+    original = z3.Solver.check
+    asked = []
+
+    def units(solver) -> int:
+        stats = solver.statistics()
+        return stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else 0  # noqa: SIM118
+
+    def check(solver, *assumptions):
+        before = units(solver)
+        result = original(solver, *assumptions)
+        asked.append((len(solver.assertions()), units(solver) - before, str(result)))
+        return result
+
+    monkeypatch.setattr(z3.Solver, "check", check)
+    program = parse_file(str(KERNELS_DIR / path))
+    output = print_program(get_strategy("threshold")(program).program)
+    monkeypatch.undo()
+    return asked, output
+
+
+@pytest.mark.parametrize("kernel", CHAIN_KERNELS)
+def test_chain_step_memo_asks_the_same_queries_and_gives_the_same_output(kernel, monkeypatch):
+    shared = _queries_and_output(kernel, irredundant_mod.ChainSteps, monkeypatch)
+    unshared = _queries_and_output(kernel, _Unshared, monkeypatch)
+    assert shared[0] == unshared[0]
+    assert shared[1] == unshared[1]
+
+
+def test_teeth_a_chain_step_memo_keyed_by_op_only_is_caught(monkeypatch):
+    differs = []
+    for kernel in CHAIN_KERNELS:
+        broken = _queries_and_output(kernel, _KeyedByName, monkeypatch)
+        reference = _queries_and_output(kernel, _Unshared, monkeypatch)
+        differs.append(broken != reference)
+    assert any(differs)
+
+
+def test_chain_steps_are_built_once_and_only_as_far_as_read():
+    calls, built = [], []
+
+    class Source:
+        def __init__(self, k):
+            self.site, self.values = f"site{k}", {"i": Var("j")}
+
+        @property
+        def condition(self):  # read once per step built
+            built.append(self.site)
+            return Var("i")
+
+    def sources(name):
+        calls.append(name)
+        return [Source(k) for k in range(3)]
+
+    steps = irredundant_mod.ChainSteps(sources)
+    values = {"j": Const(2)}
+    first = next(steps.following("op", Var("c"), values))
+    assert calls == ["op"]
+    assert built == ["site0"]  # only the step read
+    again = list(steps.following("op", Var("c"), values))
+    assert again[0] is first  # the same objects: later lookups hit by identity
+    assert [s[0] for s in again] == ["site0", "site1", "site2"]
+    assert again[1][2] == {"i": Const(2)}  # the instance's values substituted in
+    assert list(steps.following("op", Var("c"), values))[2] is again[2]
+    assert built == ["site0", "site1", "site2"]  # each step built once
+
+
+def test_strategies_run_with_fewer_collections_and_restore_the_callers_thresholds(monkeypatch):
+    seen = []
+    plan_mod = importlib.import_module("algorithm.threshold")
+    original = plan_mod.plan_thresholds
+
+    def spy(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(plan_mod, "plan_thresholds", spy)
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(1234, 7, 8)
+        get_strategy("threshold")(parse_file(str(KERNELS_DIR / "pipeline_db.sync")))
+        assert gc.get_threshold() == (1234, 7, 8)
+    finally:
+        gc.set_threshold(*saved)
+    assert seen and all(t == (YOUNG_THRESHOLD, 7, 8) for t in seen)
+
+
+def test_fewer_collections_restores_on_error_and_when_nested():
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(500, 9, 9)
+        with pytest.raises(RuntimeError):  # noqa: SIM117 (the nesting is what is tested)
+            with fewer_collections():
+                with fewer_collections():
+                    assert gc.get_threshold() == (YOUNG_THRESHOLD, 9, 9)
+                assert gc.get_threshold() == (YOUNG_THRESHOLD, 9, 9)
+                raise RuntimeError("a strategy fails")
+        assert gc.get_threshold() == (500, 9, 9)
+        gc.set_threshold(10 * YOUNG_THRESHOLD, 9, 9)  # a caller's higher threshold is kept
+        with fewer_collections():
+            assert gc.get_threshold() == (10 * YOUNG_THRESHOLD, 9, 9)
+    finally:
+        gc.set_threshold(*saved)
