@@ -264,6 +264,11 @@ def _gcd(a: int, b: int) -> int:
     return a
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def simplify(node):
-    """A simplified, equivalent integer expression."""
+    """A simplified, equivalent integer expression. Memoized as `_linear` is (a pure
+    function of the node's value; locations are not part of it): the planner simplifies
+    the same sums thousands of times per kernel, and rebuilding them (`expr`) was
+    the simplifier's largest cost (matmul_fully_optimized: 46,189 rebuilds, 0.75 s
+    of a 6.5 s profile)."""
     return expr(_linear(node))
