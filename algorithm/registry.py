@@ -10,7 +10,7 @@ import attrs
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
 
-from algorithm.collector import fewer_collections
+from semantics.collector import fewer_collections
 from algorithm.queues import implied_pairs, semaphores, with_queues
 
 

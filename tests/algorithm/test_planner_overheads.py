@@ -5,7 +5,7 @@ round 9).
   are built once per plan: the Z3 queries the pass asks, and the output, are the same
   as when every query builds its own steps. The differential test is shown to catch a
   memo keyed too coarsely.
-- Strategies run with fewer garbage collections (algorithm/collector.py); the
+- Strategies run, and kernels parse, with fewer garbage collections (semantics/collector.py); the
   collector's thresholds are the caller's again afterwards, on errors too.
 """
 
@@ -17,8 +17,8 @@ import importlib
 import pytest
 import z3
 
-from algorithm.collector import YOUNG_THRESHOLD, fewer_collections
 from algorithm.registry import get_strategy
+from semantics.collector import YOUNG_THRESHOLD, fewer_collections
 from semantics.ir import Const, Var
 from semantics.parser import parse_file
 from semantics.printer import print_program
@@ -156,3 +156,26 @@ def test_fewer_collections_restores_on_error_and_when_nested():
             assert gc.get_threshold() == (10 * YOUNG_THRESHOLD, 9, 9)
     finally:
         gc.set_threshold(*saved)
+
+
+def test_parsing_runs_with_fewer_collections_and_restores_them_on_errors(monkeypatch):
+    parser_mod = importlib.import_module("semantics.parser")
+    seen = []
+    original = parser_mod.validate
+
+    def spy(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(parser_mod, "validate", spy)
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(1234, 7, 8)
+        parser_mod.parse("kernel k\nengines A\nA x writes b\n")
+        assert gc.get_threshold() == (1234, 7, 8)
+        with pytest.raises(parser_mod.KernelError):
+            parser_mod.parse("kernel k\nengines A\nA x writes b[\n")
+        assert gc.get_threshold() == (1234, 7, 8)
+    finally:
+        gc.set_threshold(*saved)
+    assert seen == [(YOUNG_THRESHOLD, 7, 8)]

@@ -1,4 +1,5 @@
-"""Fewer garbage collections while a strategy runs.
+"""Fewer garbage collections while a strategy runs (algorithm/registry.py) or a kernel
+is parsed (semantics/parser.py).
 
 Why. Planning allocates millions of small, acyclic, immutable IR nodes and Z3 wrappers,
 most of them short-lived, and keeps a few hundred thousand alive in the memos of pure
