@@ -1,6 +1,7 @@
 """Parse the kernel language (docs/design.md section 5) into the IR.
 
-Lark parses the file as a sequence of lines; `_build` then rebuilds the block
+Lark parses the file as a sequence of lines, turning each rule into IR as it is reduced
+(semantics/transform.py: no parse tree); `_build` then rebuilds the block
 structure with a stack so that brace errors name the line that opened the block,
 and `validate` checks names, engines and scopes. Every error is a KernelError with
 a location; nothing else escapes `parse`.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from importlib import resources
 
 import lark
+
 from semantics.collector import fewer_collections
 from semantics.errors import KernelError
 from semantics.ir import Barrier, For, If, Loc, Param, Program, Queue
@@ -24,7 +26,9 @@ def _lark() -> lark.Lark:
     global _parser
     if _parser is None:
         grammar = resources.files("semantics").joinpath("kernel.lark").read_text()
-        _parser = lark.Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+        # Every token kept: locations come from them (semantics/transform.py).
+        _parser = lark.Lark(grammar, parser="lalr", keep_all_tokens=True, maybe_placeholders=False,
+                            transformer=ToIR())
     return _parser
 
 
@@ -52,8 +56,8 @@ def _describe_terminal(parser: lark.Lark, name: str) -> str:
     return f"'{pattern.value}'" if pattern.type == "str" else name
 
 
-def _syntax_error(parser: lark.Lark, exc: lark.exceptions.UnexpectedInput, line_offset: int = 0) -> KernelError:
-    loc = Loc((exc.line if exc.line > 0 else 1) + line_offset, exc.column if exc.column > 0 else 1)
+def _syntax_error(parser: lark.Lark, exc: lark.exceptions.UnexpectedInput) -> KernelError:
+    loc = Loc(exc.line if exc.line > 0 else 1, exc.column if exc.column > 0 else 1)
     if isinstance(exc, lark.exceptions.UnexpectedCharacters):
         char = exc.char
         shown = repr(char) if not char.isprintable() else f"'{char}'"
@@ -194,45 +198,16 @@ def _parse(data: bytes | str) -> Program:
     if not text.endswith("\n"):
         text += "\n"
     parser = _lark()
-    items = []
-    for offset, block in _blocks(text):
-        try:
-            tree = parser.parse(block)
-        except lark.exceptions.UnexpectedInput as exc:
-            raise _syntax_error(parser, exc, offset) from None
-        try:
-            items += ToIR(offset).transform(tree)
-        except lark.exceptions.VisitError as exc:
-            if isinstance(exc.orig_exc, (KernelError, RecursionError)):
-                raise exc.orig_exc from None
-            raise
-        del tree
+    try:
+        # Line items straight from the parser: no tree, so a long file needs no more
+        # memory than its IR (a 100,000-op kernel's lark tree, whole, peaked at 1.5 GB).
+        items = parser.parse(text)
+    except lark.exceptions.UnexpectedInput as exc:
+        raise _syntax_error(parser, exc) from None
     lines = text.count("\n")
     program, engine_locs = _build(items, Loc(lines, 1))
     validate(program, engine_locs)
     return program
-
-
-# Lines parsed at a time. The grammar is a sequence of lines (kernel.lark: no token spans
-# a line end; blocks are rebuilt from the line items by _build), so a file parses the
-# same in blocks of whole lines; lark's tree of a block is dropped once transformed
-# (the tree of a 100,000-op kernel, whole, peaked at 1.5 GB).
-BLOCK_LINES = 2_000
-
-
-def _blocks(text: str):
-    """(lines before, text) of consecutive blocks of BLOCK_LINES whole lines."""
-    start, line = 0, 0
-    while start < len(text):
-        end = start
-        for _ in range(BLOCK_LINES):
-            end = text.find("\n", end) + 1
-            if end == 0:
-                end = len(text)
-                break
-        yield line, text[start:end]
-        line += BLOCK_LINES
-        start = end
 
 
 def parse_file(path: str) -> Program:

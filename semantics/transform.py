@@ -1,14 +1,40 @@
-"""The Lark tree of a kernel file -> line items with IR expressions inside
-(semantics/parser.py rebuilds the blocks). Split from the parser to keep modules small."""
+"""Lark's reductions of a kernel file -> line items with IR expressions inside
+(semantics/parser.py rebuilds the blocks). Split from the parser to keep modules small.
+
+`ToIR` runs inside Lark's LALR parser (`Lark(transformer=...)`): each rule is turned into
+IR as it is reduced, so no parse tree is built (a 10,000-op kernel parsed in 2.9 s with
+the tree and a tree walk, in about half that without: docs/sync-speed.md round 9). Lark
+gives such a transformer no positions (`meta`), so the grammar keeps every token
+(`keep_all_tokens`) and a rule's location is where its first token or sub-rule starts,
+which is what Lark's `propagate_positions` computed: a parenthesized group starts at
+its '(' (`_Group` carries that start to the rule that contains the group)."""
 
 from __future__ import annotations
 
-from lark import Transformer, v_args
+from lark import Token, Transformer
 
 from semantics.errors import KernelError
 from semantics.ir import (
-    Access, And, BinOp, Compare, Const, IfExpr, Iters, Loc, Max, Min,
-    Neg, Not, Op, Or, Param, Queue, Range, Sync, Var, Wait,
+    Access,
+    And,
+    BinOp,
+    Compare,
+    Const,
+    IfExpr,
+    Iters,
+    Loc,
+    Max,
+    Min,
+    Neg,
+    Not,
+    Op,
+    Or,
+    Param,
+    Queue,
+    Range,
+    Sync,
+    Var,
+    Wait,
 )
 
 _COND_TYPES = (Compare, And, Or, Not)
@@ -46,34 +72,65 @@ def _param_int(node, what: str) -> int:
             raise KernelError(f"{what} is a non-negative integer literal", node.loc)
 
 
-@v_args(meta=True)
+class _Group:
+    """A parenthesized expression on its way up: the expression, and where its '(' is
+    (the start of a rule whose first part the group is)."""
+
+    __slots__ = ("node", "start")
+
+    def __init__(self, node, start: Loc):
+        self.node, self.start = node, start
+
+
+# Tokens the rules read; every other kept token (keywords, punctuation, line ends) only
+# marks where a rule starts.
+_VALUE_TOKENS = frozenset({"NAME", "INT", "DECIMAL"})
+
+
+def _start(child) -> Loc:
+    if isinstance(child, Token):
+        return Loc(child.line, child.column)
+    if isinstance(child, _Group):
+        return child.start
+    return child.loc
+
+
+def _parts(children) -> tuple[Loc, list]:
+    """(where the rule starts, its value children: names, numbers, sub-rules)."""
+    values = [c.node if isinstance(c, _Group) else c for c in children
+              if not (isinstance(c, Token) and c.type not in _VALUE_TOKENS)]
+    return _start(children[0]), values
+
+
+def _tok_loc(token) -> Loc:
+    return Loc(token.line, token.column)
+
+
 class ToIR(Transformer):
-    """Lark tree -> a list of line items, with IR expressions inside. `line_offset`: the
-    lines before the parsed text in its file (the parser parses a long file a block of
-    lines at a time)."""
+    """Lark's reductions -> a list of line items, with IR expressions inside. Stateless:
+    one instance serves every parse."""
 
-    def __init__(self, line_offset: int = 0):
-        super().__init__()
-        self.line_offset = line_offset
+    _loc = staticmethod(_tok_loc)
 
-    def _loc(self, meta_or_token) -> Loc:
-        return Loc(meta_or_token.line + self.line_offset, meta_or_token.column)
+    def atom(self, children):  # "(" expr ")"
+        start, (inner,) = _parts(children)
+        return _Group(inner, start)
 
     # ---- expressions
-    def int(self, meta, children):
-        (tok,) = children
+    def int(self, raw):
+        (tok,) = raw
         return Const(int(tok), loc=self._loc(tok))
 
-    def decimal(self, meta, children):
-        (tok,) = children
+    def decimal(self, raw):
+        (tok,) = raw
         return _Decimal(str(tok), self._loc(tok))
 
-    def name(self, meta, children):
-        (tok,) = children
+    def name(self, raw):
+        (tok,) = raw
         return Var(str(tok), loc=self._loc(tok))
 
-    def call(self, meta, children):
-        fn, *args = children
+    def call(self, raw):
+        _, (fn, *args) = _parts(raw)
         loc = self._loc(fn)
         if fn == "iters":
             if len(args) != 1 or not isinstance(args[0], Var):
@@ -89,137 +146,165 @@ class ToIR(Transformer):
             return result
         raise KernelError(f"unknown function '{fn}' (functions are min, max and iters)", loc)
 
-    def neg(self, meta, children):
+    def neg(self, raw):
+        start, children = _parts(raw)
         (operand,) = children
-        return Neg(_expect_expr(operand), loc=self._loc(meta))
+        return Neg(_expect_expr(operand), loc=start)
 
-    def binop(self, meta, children):
+    def binop(self, raw):
+        start, children = _parts(raw)
         left, op, right = children
-        return BinOp(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=self._loc(meta),
+        return BinOp(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=start,
                      op_loc=self._loc(op.children[0]))
 
-    def compare(self, meta, children):
+    def compare(self, raw):
+        start, children = _parts(raw)
         left, op, right = children
-        return Compare(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=self._loc(meta))
+        return Compare(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=start)
 
-    def and_(self, meta, children):
+    def and_(self, raw):
+        start, children = _parts(raw)
         left, right = children
-        return And(_expect_cond(left), _expect_cond(right), loc=self._loc(meta))
+        return And(_expect_cond(left), _expect_cond(right), loc=start)
 
-    def or_(self, meta, children):
+    def or_(self, raw):
+        start, children = _parts(raw)
         left, right = children
-        return Or(_expect_cond(left), _expect_cond(right), loc=self._loc(meta))
+        return Or(_expect_cond(left), _expect_cond(right), loc=start)
 
-    def not_(self, meta, children):
+    def not_(self, raw):
+        start, children = _parts(raw)
         (operand,) = children
-        return Not(_expect_cond(operand), loc=self._loc(meta))
+        return Not(_expect_cond(operand), loc=start)
 
-    def ifexpr(self, meta, children):
+    def ifexpr(self, raw):
+        start, children = _parts(raw)
         cond, then, else_ = children
-        return IfExpr(_expect_cond(cond), _expect_expr(then), _expect_expr(else_), loc=self._loc(meta))
+        return IfExpr(_expect_cond(cond), _expect_expr(then), _expect_expr(else_), loc=start)
 
     # ---- clauses
-    def range_index(self, meta, children):
+    def range_index(self, raw):
+        start, children = _parts(raw)
         lo, hi = children
         return Range(_expect_expr(lo, "an integer range bound"), _expect_expr(hi, "an integer range bound"),
-                     loc=self._loc(meta))
+                     loc=start)
 
-    def access(self, meta, children):
+    def access(self, raw):
+        _, children = _parts(raw)
         name, *indices = children
         return Access(str(name), tuple(i if isinstance(i, Range) else _expect_expr(i, "an integer index")
                                        for i in indices), loc=self._loc(name))
 
-    def reads(self, meta, children):
-        return ("reads", tuple(children), self._loc(meta))
+    def reads(self, raw):
+        start, children = _parts(raw)
+        return ("reads", tuple(children), start)
 
-    def writes(self, meta, children):
-        return ("writes", tuple(children), self._loc(meta))
+    def writes(self, raw):
+        start, children = _parts(raw)
+        return ("writes", tuple(children), start)
 
-    def lat(self, meta, children):
+    def lat(self, raw):
+        start, children = _parts(raw)
         (value,) = children
         match value:
             case Const(value=v):
-                return ("lat", v, self._loc(meta))
+                return ("lat", v, start)
             case Neg(operand=Const(value=v)):
                 raise KernelError(f"negative latency -{v}: a latency is a non-negative integer", value.loc)
             case _Decimal(text=text):
                 raise KernelError(f"non-integer latency {text}: a latency is a non-negative integer", value.loc)
             case _:
                 # A latency expression (timing only); negative values are run-time errors.
-                return ("lat", _expect_expr(value, "an integer latency"), self._loc(meta))
+                return ("lat", _expect_expr(value, "an integer latency"), start)
 
-    def wait_item(self, meta, children):
+    def wait_item(self, raw):
+        _, children = _parts(raw)
         engine, threshold = children
         return Wait(str(engine), _expect_expr(threshold, "an integer threshold"), loc=self._loc(engine))
 
-    def wait(self, meta, children):
-        return ("waits", tuple(children), self._loc(meta))
+    def wait(self, raw):
+        start, children = _parts(raw)
+        return ("waits", tuple(children), start)
 
     # Peer sync clauses (docs/peers.md): each item is (engine name, id expression, loc).
-    def sync_item(self, meta, children):
+    def sync_item(self, raw):
+        _, children = _parts(raw)
         engine, *ident = children
         ident = _expect_expr(ident[0], "an integer flag or queue id") if ident else Const(0)
         return (str(engine), ident, self._loc(engine))
 
-    def _syncs(self, kind, meta, children):
-        return ("syncs", tuple(Sync(kind, e, i, loc=l) for e, i, l in children), self._loc(meta))
+    @staticmethod
+    def _syncs(kind, raw):
+        start, children = _parts(raw)
+        return ("syncs", tuple(Sync(kind, e, i, loc=l) for e, i, l in children), start)
 
-    def setflag(self, meta, children):
-        return self._syncs("setflag", meta, children)
+    def setflag(self, raw):
+        return self._syncs("setflag", raw)
 
-    def waitflag(self, meta, children):
-        return self._syncs("waitflag", meta, children)
+    def waitflag(self, raw):
+        return self._syncs("waitflag", raw)
 
-    def push(self, meta, children):
-        return self._syncs("push", meta, children)
+    def push(self, raw):
+        return self._syncs("push", raw)
 
-    def pop(self, meta, children):
-        return self._syncs("pop", meta, children)
+    def pop(self, raw):
+        return self._syncs("pop", raw)
 
     # ---- lines: (kind, loc, payload)
-    def kernel_decl(self, meta, children):
+    def kernel_decl(self, raw):
+        start, children = _parts(raw)
         (name,) = children
-        return ("kernel", self._loc(meta), (str(name), self._loc(name)))
+        return ("kernel", start, (str(name), self._loc(name)))
 
-    def engines_decl(self, meta, children):
-        return ("engines", self._loc(meta), tuple((str(t), self._loc(t)) for t in children))
+    def engines_decl(self, raw):
+        start, children = _parts(raw)
+        return ("engines", start, tuple((str(t), self._loc(t)) for t in children))
 
-    def param_lower(self, meta, children):
+    def param_lower(self, raw):
+        _, children = _parts(raw)
         return ("lower", _param_int(children[0], "a parameter's lower bound"))
 
-    def param_default(self, meta, children):
+    def param_default(self, raw):
+        _, children = _parts(raw)
         return ("default", _param_int(children[0], "a parameter default"))
 
-    def param_item(self, meta, children):
+    def param_item(self, raw):
+        _, children = _parts(raw)
         name, *parts = children
         given = dict(parts)
         return Param(str(name), given.get("default"), loc=self._loc(name), lower=given.get("lower", 0))
 
-    def param_decl(self, meta, children):
-        return ("param", self._loc(meta), tuple(children))
+    def param_decl(self, raw):
+        start, children = _parts(raw)
+        return ("param", start, tuple(children))
 
-    def via(self, meta, children):
+    def via(self, raw):
+        start, children = _parts(raw)
         (queue,) = children
-        return ("queue", str(queue), self._loc(meta))
+        return ("queue", str(queue), start)
 
-    def queue_increment(self, meta, children):
+    def queue_increment(self, raw):
+        start, children = _parts(raw)
         (value,) = children
         match value:
             case Const(value=v) if v >= 1:
                 return v
             case _:
                 raise KernelError("a queue's increment is a positive integer literal", getattr(value, "loc", None)
-                                  or self._loc(meta))
+                                  or start)
 
-    def queue_decl(self, meta, children):
+    def queue_decl(self, raw):
+        start, children = _parts(raw)
         name, *increment = children
-        return ("queue", self._loc(meta), Queue(str(name), increment[0] if increment else 1, loc=self._loc(name)))
+        return ("queue", start, Queue(str(name), increment[0] if increment else 1, loc=self._loc(name)))
 
-    def replica(self, meta, children):
+    def replica(self, raw):
+        start, children = _parts(raw)
         (group,) = children
-        return ("replica", str(group), self._loc(meta))
+        return ("replica", str(group), start)
 
-    def op_line(self, meta, children):
+    def op_line(self, raw):
+        start, children = _parts(raw)
         engine, name, *clauses = children
         fields: dict = {"reads": (), "writes": (), "waits": (), "syncs": ()}
         lat_seen = None
@@ -236,24 +321,29 @@ class ToIR(Transformer):
             else:
                 fields[kind] = fields[kind] + payload
         op = Op(str(engine), str(name), loc=self._loc(engine), name_loc=self._loc(name), **fields)
-        return ("op", self._loc(meta), (op, self._loc(name)))
+        return ("op", start, (op, self._loc(name)))
 
-    def for_open(self, meta, children):
+    def for_open(self, raw):
+        start, children = _parts(raw)
         var, lo, hi = children
-        return ("for", self._loc(meta), (str(var), self._loc(var), _expect_expr(lo, "an integer bound"), _expect_expr(hi, "an integer bound")))
+        return ("for", start, (str(var), self._loc(var), _expect_expr(lo, "an integer bound"), _expect_expr(hi, "an integer bound")))
 
-    def if_open(self, meta, children):
+    def if_open(self, raw):
+        start, children = _parts(raw)
         (cond,) = children
-        return ("if", self._loc(meta), _expect_cond(cond))
+        return ("if", start, _expect_cond(cond))
 
-    def else_line(self, meta, children):
-        return ("else", self._loc(meta), None)
+    def else_line(self, raw):
+        start, _ = _parts(raw)
+        return ("else", start, None)
 
-    def close(self, meta, children):
-        return ("close", self._loc(meta), None)
+    def close(self, raw):
+        start, _ = _parts(raw)
+        return ("close", start, None)
 
-    def barrier(self, meta, children):
-        return ("barrier", self._loc(meta), None)
+    def barrier(self, raw):
+        start, _ = _parts(raw)
+        return ("barrier", start, None)
 
-    def start(self, meta, children):
-        return list(children)
+    def start(self, raw):
+        return [c for c in raw if not isinstance(c, Token)]
