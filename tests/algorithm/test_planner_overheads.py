@@ -20,7 +20,8 @@ import z3
 from algorithm.registry import get_strategy
 from semantics.collector import YOUNG_THRESHOLD, fewer_collections
 from semantics.ir import Const, Var
-from semantics.parser import parse_file
+from semantics.errors import KernelError
+from semantics.parser import parse, parse_file
 from semantics.printer import print_program
 from tests.support.corpus import KERNELS_DIR
 
@@ -120,16 +121,22 @@ def test_chain_steps_are_built_once_and_only_as_far_as_read():
     assert built == ["site0", "site1", "site2"]  # each step built once
 
 
-def test_strategies_run_with_fewer_collections_and_restore_the_callers_thresholds(monkeypatch):
-    seen = []
-    plan_mod = importlib.import_module("algorithm.threshold")
-    original = plan_mod.plan_thresholds
+def _thresholds_seen_by(module_name: str, function: str, monkeypatch) -> list:
+    """The collector's thresholds at each call of `module.function` (a spy)."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, function)
+    seen: list = []
 
     def spy(*args, **kwargs):
         seen.append(gc.get_threshold())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(plan_mod, "plan_thresholds", spy)
+    monkeypatch.setattr(module, function, spy)
+    return seen
+
+
+def test_strategies_run_with_fewer_collections_and_restore_the_callers_thresholds(monkeypatch):
+    seen = _thresholds_seen_by("algorithm.threshold", "plan_thresholds", monkeypatch)
     saved = gc.get_threshold()
     try:
         gc.set_threshold(1234, 7, 8)
@@ -159,22 +166,14 @@ def test_fewer_collections_restores_on_error_and_when_nested():
 
 
 def test_parsing_runs_with_fewer_collections_and_restores_them_on_errors(monkeypatch):
-    parser_mod = importlib.import_module("semantics.parser")
-    seen = []
-    original = parser_mod.validate
-
-    def spy(*args, **kwargs):
-        seen.append(gc.get_threshold())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(parser_mod, "validate", spy)
+    seen = _thresholds_seen_by("semantics.parser", "validate", monkeypatch)
     saved = gc.get_threshold()
     try:
         gc.set_threshold(1234, 7, 8)
-        parser_mod.parse("kernel k\nengines A\nA x writes b\n")
+        parse("kernel k\nengines A\nA x writes b\n")
         assert gc.get_threshold() == (1234, 7, 8)
-        with pytest.raises(parser_mod.KernelError):
-            parser_mod.parse("kernel k\nengines A\nA x writes b[\n")
+        with pytest.raises(KernelError):
+            parse("kernel k\nengines A\nA x writes b[\n")
         assert gc.get_threshold() == (1234, 7, 8)
     finally:
         gc.set_threshold(*saved)
