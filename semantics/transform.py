@@ -87,9 +87,13 @@ class _Group:
 _VALUE_TOKENS = frozenset({"NAME", "INT", "DECIMAL"})
 
 
+def _tok_loc(token) -> Loc:
+    return Loc(token.line, token.column)
+
+
 def _start(child) -> Loc:
     if isinstance(child, Token):
-        return Loc(child.line, child.column)
+        return _tok_loc(child)
     if isinstance(child, _Group):
         return child.start
     return child.loc
@@ -100,10 +104,6 @@ def _parts(children) -> tuple[Loc, list]:
     values = [c.node if isinstance(c, _Group) else c for c in children
               if not (isinstance(c, Token) and c.type not in _VALUE_TOKENS)]
     return _start(children[0]), values
-
-
-def _tok_loc(token) -> Loc:
-    return Loc(token.line, token.column)
 
 
 class ToIR(Transformer):
