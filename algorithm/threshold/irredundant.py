@@ -204,7 +204,10 @@ def _shown_necessary(program: Program, entries) -> set:
     engines = len(program.engines)
     shown: set = set()
     compiled = compiler()  # one for every valuation: compiling took most of an unroll of a long kernel
+    every = {(e.op, e.engine) for e in entries}
     for combo in combos:
+        if shown >= every:
+            break  # every wait is shown needed: later valuations cannot add one
         try:
             unrolled = unroll(synced, dict(zip(names, combo)), limit=max(20_000, 200 * len(all_ops)),
                               compiled=compiled)
