@@ -1,5 +1,6 @@
-"""Fewer garbage collections while a strategy runs (algorithm/registry.py) or a kernel
-is parsed (semantics/parser.py).
+"""Fewer garbage collections while a strategy runs (algorithm/registry.py), a kernel
+is parsed (semantics/parser.py) or a program printed (semantics/printer.py). Not around
+whole CLI commands: that made `verify` 8-12 % slower (docs/sync-speed.md round 9).
 
 Why. Planning allocates millions of small, acyclic, immutable IR nodes and Z3 wrappers,
 most of them short-lived, and keeps a few hundred thousand alive in the memos of pure

@@ -178,3 +178,17 @@ def test_parsing_runs_with_fewer_collections_and_restores_them_on_errors(monkeyp
     finally:
         gc.set_threshold(*saved)
     assert seen == [(YOUNG_THRESHOLD, 7, 8)]
+
+
+def test_printing_runs_with_fewer_collections_and_restores_them(monkeypatch):
+    seen = _thresholds_seen_by("semantics.printer", "print_op", monkeypatch)
+    program = parse_file(str(KERNELS_DIR / "pipeline_db.sync"))
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(1234, 7, 8)
+        text = print_program(program)
+        assert gc.get_threshold() == (1234, 7, 8)
+    finally:
+        gc.set_threshold(*saved)
+    assert seen and all(t == (YOUNG_THRESHOLD, 7, 8) for t in seen)
+    assert parse(text) == program

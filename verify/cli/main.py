@@ -221,16 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     in a thread with a large stack."""
     import threading
 
-    from semantics.collector import fewer_collections
     from semantics.parser import deep_recursion
 
     outcome: list = [EXIT_UNKNOWN]
 
     def run():
-        # The command owns the process: fewer garbage collections throughout (printing a
-        # 100,000-op program took 15.6 s, most of it full collections over the parsed
-        # program; semantics/collector.py).
-        with deep_recursion(), fewer_collections():
+        with deep_recursion():
             try:
                 outcome[0] = _main(argv)
             except BrokenPipeError:  # the reader of our output went away (`| head`)

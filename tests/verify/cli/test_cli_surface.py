@@ -213,32 +213,3 @@ def test_lean_reexport_removes_stale_modules(tmp_path, capsys):
     assert "Kernels/Tiny.lean" in second
     assert (out / "notes.txt").read_text() == "mine"
 
-
-def test_a_command_runs_with_fewer_collections_and_gives_the_thresholds_back(monkeypatch, capsys):
-    # The CLI owns its process: the whole command (parse, strategy, printing) runs with
-    # the collector's young threshold raised (printing a 100,000-op program was mostly
-    # full collections); afterwards the caller's thresholds are back.
-    import gc
-    import importlib
-
-    from semantics.collector import YOUNG_THRESHOLD
-
-    cli_main = importlib.import_module("verify.cli.main")
-
-    seen = []
-    original = cli_main.print_program
-
-    def spy(program):
-        seen.append(gc.get_threshold())
-        return original(program)
-
-    monkeypatch.setattr(cli_main, "print_program", spy)
-    saved = gc.get_threshold()
-    try:
-        gc.set_threshold(1234, 7, 8)
-        assert main(["sync", str(ROOT / "kernels" / "pipeline_db.sync")]) == 0
-        assert gc.get_threshold() == (1234, 7, 8)
-    finally:
-        gc.set_threshold(*saved)
-    assert seen == [(YOUNG_THRESHOLD, 7, 8)]
-    assert "wait" in capsys.readouterr().out
