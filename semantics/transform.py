@@ -110,8 +110,6 @@ class ToIR(Transformer):
     """Lark's reductions -> a list of line items, with IR expressions inside. Stateless:
     one instance serves every parse."""
 
-    _loc = staticmethod(_tok_loc)
-
     def atom(self, children):  # "(" expr ")"
         start, (inner,) = _parts(children)
         return _Group(inner, start)
@@ -119,19 +117,19 @@ class ToIR(Transformer):
     # ---- expressions
     def int(self, raw):
         (tok,) = raw
-        return Const(int(tok), loc=self._loc(tok))
+        return Const(int(tok), loc=_tok_loc(tok))
 
     def decimal(self, raw):
         (tok,) = raw
-        return _Decimal(str(tok), self._loc(tok))
+        return _Decimal(str(tok), _tok_loc(tok))
 
     def name(self, raw):
         (tok,) = raw
-        return Var(str(tok), loc=self._loc(tok))
+        return Var(str(tok), loc=_tok_loc(tok))
 
     def call(self, raw):
         _, (fn, *args) = _parts(raw)
-        loc = self._loc(fn)
+        loc = _tok_loc(fn)
         if fn == "iters":
             if len(args) != 1 or not isinstance(args[0], Var):
                 raise KernelError("iters takes exactly one loop variable name, as in `iters(i)`", loc)
@@ -155,7 +153,7 @@ class ToIR(Transformer):
         start, children = _parts(raw)
         left, op, right = children
         return BinOp(str(op.children[0]), _expect_expr(left), _expect_expr(right), loc=start,
-                     op_loc=self._loc(op.children[0]))
+                     op_loc=_tok_loc(op.children[0]))
 
     def compare(self, raw):
         start, children = _parts(raw)
@@ -193,7 +191,7 @@ class ToIR(Transformer):
         _, children = _parts(raw)
         name, *indices = children
         return Access(str(name), tuple(i if isinstance(i, Range) else _expect_expr(i, "an integer index")
-                                       for i in indices), loc=self._loc(name))
+                                       for i in indices), loc=_tok_loc(name))
 
     def reads(self, raw):
         start, children = _parts(raw)
@@ -220,7 +218,7 @@ class ToIR(Transformer):
     def wait_item(self, raw):
         _, children = _parts(raw)
         engine, threshold = children
-        return Wait(str(engine), _expect_expr(threshold, "an integer threshold"), loc=self._loc(engine))
+        return Wait(str(engine), _expect_expr(threshold, "an integer threshold"), loc=_tok_loc(engine))
 
     def wait(self, raw):
         start, children = _parts(raw)
@@ -231,7 +229,7 @@ class ToIR(Transformer):
         _, children = _parts(raw)
         engine, *ident = children
         ident = _expect_expr(ident[0], "an integer flag or queue id") if ident else Const(0)
-        return (str(engine), ident, self._loc(engine))
+        return (str(engine), ident, _tok_loc(engine))
 
     @staticmethod
     def _syncs(kind, raw):
@@ -254,11 +252,11 @@ class ToIR(Transformer):
     def kernel_decl(self, raw):
         start, children = _parts(raw)
         (name,) = children
-        return ("kernel", start, (str(name), self._loc(name)))
+        return ("kernel", start, (str(name), _tok_loc(name)))
 
     def engines_decl(self, raw):
         start, children = _parts(raw)
-        return ("engines", start, tuple((str(t), self._loc(t)) for t in children))
+        return ("engines", start, tuple((str(t), _tok_loc(t)) for t in children))
 
     def param_lower(self, raw):
         _, children = _parts(raw)
@@ -272,7 +270,7 @@ class ToIR(Transformer):
         _, children = _parts(raw)
         name, *parts = children
         given = dict(parts)
-        return Param(str(name), given.get("default"), loc=self._loc(name), lower=given.get("lower", 0))
+        return Param(str(name), given.get("default"), loc=_tok_loc(name), lower=given.get("lower", 0))
 
     def param_decl(self, raw):
         start, children = _parts(raw)
@@ -296,7 +294,7 @@ class ToIR(Transformer):
     def queue_decl(self, raw):
         start, children = _parts(raw)
         name, *increment = children
-        return ("queue", start, Queue(str(name), increment[0] if increment else 1, loc=self._loc(name)))
+        return ("queue", start, Queue(str(name), increment[0] if increment else 1, loc=_tok_loc(name)))
 
     def replica(self, raw):
         start, children = _parts(raw)
@@ -320,13 +318,13 @@ class ToIR(Transformer):
                 fields["lat"] = payload
             else:
                 fields[kind] = fields[kind] + payload
-        op = Op(str(engine), str(name), loc=self._loc(engine), name_loc=self._loc(name), **fields)
-        return ("op", start, (op, self._loc(name)))
+        op = Op(str(engine), str(name), loc=_tok_loc(engine), name_loc=_tok_loc(name), **fields)
+        return ("op", start, (op, _tok_loc(name)))
 
     def for_open(self, raw):
         start, children = _parts(raw)
         var, lo, hi = children
-        return ("for", start, (str(var), self._loc(var), _expect_expr(lo, "an integer bound"), _expect_expr(hi, "an integer bound")))
+        return ("for", start, (str(var), _tok_loc(var), _expect_expr(lo, "an integer bound"), _expect_expr(hi, "an integer bound")))
 
     def if_open(self, raw):
         start, children = _parts(raw)

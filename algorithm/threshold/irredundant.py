@@ -252,11 +252,11 @@ class ChainSteps:
         """The steps from an instance of `name`, in the order of its sources; built
         on first use, as far as a caller reads (a query stops at its node limit)."""
         key = (name, condition, tuple(values.items()))
-        built = self._following.get(key)
-        if built is None:
-            built = self._following[key] = []
+        entry = self._following.get(key)
+        if entry is None:  # (runs at the first step read: a generator's body waits for it)
+            entry = self._following[key] = (self.sources(name), [])
+        sources, built = entry
         yield from built
-        sources = self.sources(name)
         for s in sources[len(built):]:
             step = (s.site, And(condition, subst(s.condition, values)),
                     {k: subst(v, values) for k, v in s.values.items()})

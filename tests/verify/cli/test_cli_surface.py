@@ -212,4 +212,3 @@ def test_lean_reexport_removes_stale_modules(tmp_path, capsys):
     assert "Kernels/PipelineDb.lean" in first and "Kernels/PipelineDb.lean" not in second
     assert "Kernels/Tiny.lean" in second
     assert (out / "notes.txt").read_text() == "mine"
-
