@@ -27,6 +27,7 @@ MAX_HOPS = 3  # instances in a chain of "completed before" steps
 MAX_PATHS = 400  # chains per hop count
 TWO_HOP_WITNESSES = 8  # candidate indices per instance of a witnessed two-step chain
 MAX_WITNESSED_CHAINS = 3_000
+RETRY_SEEDS = (1, 2, 3)  # a full-budget query Z3 leaves unknown is asked again with these (Prover.query)
 
 
 @attrs.frozen
@@ -35,6 +36,9 @@ class ProofOptions:
 
     property: str = Property.BISIMULATION
     query_rlimit: int = 40_000_000  # per Z3 query, in Z3 resource units: the same answer on any load
+    # The first round's budget per query (prove.py `_in_two_rounds`): every obligation is
+    # tried with it first, and only those it leaves unproved get query_rlimit.
+    first_query_rlimit: int = 2_000_000
     query_timeout_ms: int = 60_000  # per Z3 query, wall time (a safety net behind the rlimit)
     timeout: float | None = 60.0  # seconds for the whole proof
     max_witnesses: int = 48  # candidate index tuples per witness op
@@ -126,6 +130,7 @@ class Prover:
         self.depth = depth(program)
         lower = domain_lower(program, options)
         self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
+        self.rlimit = options.query_rlimit  # per query; prove.py lowers it for a first round
         self.dumped = 0  # queries written by dump_smt (it sat after a return: --dump-smt crashed)
 
     def either(self, *terms):
@@ -161,9 +166,21 @@ class Prover:
         if left is not None:
             budget = max(1, min(budget, int(left * 1000)))
         solver.set(timeout=budget, random_seed=self.options.seed)
-        solver.set("rlimit", self.options.query_rlimit)
+        solver.set("rlimit", self.rlimit)
         solver.add(*self.nonneg, *facts)
         answer = solver.check()
+        if self.rlimit >= self.options.query_rlimit:
+            # Again in a fresh context with other seeds: Z3's effort on one query is
+            # heavy-tailed in the ids its terms got (every query asked before in the
+            # context) and in its random seed. long_row_reduce's exact-red ran out of
+            # its 40M units when asked after the first round's queries; from its
+            # SMT-LIB text, seeds 0 and 1 run out too (3 s each) and seed 2 proves it
+            # in 0.26 s. Each try is deterministic; the answer is Z3's either way.
+            for seed in RETRY_SEEDS:
+                if answer != z3.unknown or self.deadline.passed():
+                    break
+                solver = self._fresh([*self.nonneg, *facts], seed)
+                answer = solver.check()
         if answer == z3.unsat:
             return PROVED, None
         if answer == z3.sat:
@@ -171,7 +188,7 @@ class Prover:
         if self.deadline.passed():  # the query had what was left of the budget: name the budget
             return UNKNOWN, self.out_of_budget()
         reason = solver.reason_unknown()
-        if self.options.dump_smt:
+        if self.options.dump_smt and self.rlimit >= self.options.query_rlimit:  # not a first-round query
             os.makedirs(self.options.dump_smt, exist_ok=True)
             self.dumped += 1
             path = os.path.join(self.options.dump_smt, f"prove-{self.dumped:03d}-{name}.smt2")
@@ -180,10 +197,23 @@ class Prover:
             reason += f" (query written to {path})"
         return UNKNOWN, f"Z3 answered unknown: {reason}"
 
+    def _fresh(self, assertions: list, seed: int) -> z3.Solver:
+        ctx = z3.Context()
+        solver = z3.Solver(ctx=ctx)
+        left = self.deadline.left()
+        budget = self.options.query_timeout_ms if left is None else max(1, min(self.options.query_timeout_ms,
+                                                                               int(left * 1000)))
+        solver.set(timeout=budget, random_seed=self.options.seed + seed)
+        solver.set("rlimit", self.rlimit)
+        solver.add(*[a.translate(ctx) for a in assertions])
+        return solver
+
     def _valuation(self, solver: z3.Solver) -> dict:
         """The model's parameter values (the driver tries smaller ones concretely)."""
         model = solver.model()
-        return {n: model.eval(p, model_completion=True).as_long() for n, p in self.terms.params.items()}
+        fresh = solver.ctx is not self.ctx  # a model from `_fresh`: its own context
+        return {n: model.eval(p.translate(solver.ctx) if fresh else p, model_completion=True).as_long()
+                for n, p in self.terms.params.items()}
 
     # -- the four kinds: defined, sound, exact, live
 
