@@ -1,0 +1,206 @@
+"""How the all-values proof spends its Z3 budget (verify/proof/prove.py `_in_two_rounds`,
+verify/proof/obligations.py `Prover.query`) and how it builds count terms
+(verify/proof/counts.py `to_z3`): none of it may change what is proved, only when.
+
+Reference translations here are written from the counts' definition (sympy to Z3
+directly), not taken from the code under test."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+import z3
+
+from algorithm.registry import get_strategy
+from semantics.context import sites
+from semantics.parser import parse_file
+from semantics.symbolic import instance_env, param_env
+from verify.proof import counts as counts_module
+from verify.proof.counts import Counter, to_z3
+from verify.proof.obligations import Obligation, Prover
+from verify.proof.prove import PROVED, UNKNOWN, ProofOptions, _in_two_rounds, prove
+from verify.verdicts import ObligationKind
+
+from tests.support.corpus import ROOT
+
+KERNELS = ROOT / "kernels"
+
+
+class _Prover:
+    """Just what `_in_two_rounds` reads of a prover."""
+
+    def __init__(self, options):
+        self.options = options
+        self.rlimit = options.query_rlimit
+
+
+def test_an_obligation_proved_in_the_first_round_is_not_asked_again_and_the_rest_get_the_full_budget():
+    prover = _Prover(ProofOptions(first_query_rlimit=10, query_rlimit=100))
+    asked = []
+
+    def task(name, needs):
+        def run():
+            asked.append((name, prover.rlimit))
+            status = PROVED if needs is not None and prover.rlimit >= needs else UNKNOWN
+            return Obligation(ObligationKind.SOUND, name, status=status)
+        return run
+
+    result = _in_two_rounds(prover, [task("cheap", 10), task("dear", 100), task("never", None)])
+    assert [o.status for o in result] == [PROVED, PROVED, UNKNOWN]
+    assert asked == [("cheap", 10), ("dear", 10), ("never", 10), ("dear", 100), ("never", 100)]
+    assert prover.rlimit == 100  # later queries (the 32-bit range) get the full budget
+
+
+def test_one_round_when_the_first_budget_is_the_full_one():
+    prover = _Prover(ProofOptions(first_query_rlimit=100, query_rlimit=100))
+    asked = []
+
+    def run():
+        asked.append(prover.rlimit)
+        return Obligation(ObligationKind.SOUND, "x", status=UNKNOWN)
+
+    assert [o.status for o in _in_two_rounds(prover, [run])] == [UNKNOWN]
+    assert asked == [100]
+
+
+@pytest.mark.parametrize("name", ["masked_wait", "if_else_split", "triangular_attention"])
+def test_two_rounds_prove_what_one_round_proves(name):
+    program = get_strategy("threshold")(parse_file(KERNELS / f"{name}.sync")).program
+    one = prove(program, ProofOptions(timeout=None, first_query_rlimit=ProofOptions().query_rlimit))
+    two = prove(program, ProofOptions(timeout=None))
+    assert one.status == two.status == PROVED
+    assert len(one.obligations) == len(two.obligations)
+
+
+def _hard_query(prover):
+    a, b = z3.Int("a", prover.ctx), z3.Int("b", prover.ctx)
+    return [a * b == 7, a > 1, b > 1]  # unsat, but not within one resource unit
+
+
+def test_a_full_budget_unknown_is_asked_again_in_fresh_contexts_with_other_seeds(monkeypatch):
+    prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions(query_rlimit=1))
+    seeds = []
+    fresh = Prover._fresh
+
+    def recording(self, assertions, seed):
+        seeds.append(seed)
+        solver = fresh(self, assertions, seed)
+        assert solver.ctx is not self.ctx
+        return solver
+
+    monkeypatch.setattr(Prover, "_fresh", recording)
+    status, reason = prover.query(_hard_query(prover), "probe")
+    assert status == UNKNOWN and seeds == [1, 2, 3]
+
+    # A retry that decides ends the retries, and its answer is the query's.
+    seeds.clear()
+
+    def proving(self, assertions, seed):
+        seeds.append(seed)
+        solver = z3.Solver(ctx=z3.Context())
+        solver.add(z3.BoolVal(False, solver.ctx))
+        return solver
+
+    monkeypatch.setattr(Prover, "_fresh", proving)
+    assert prover.query(_hard_query(prover), "probe") == (PROVED, None)
+    assert seeds == [1]
+
+
+def test_a_first_round_query_is_not_retried(monkeypatch):
+    prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions(query_rlimit=1000))
+    prover.rlimit = 1  # the first round's budget: below query_rlimit
+    monkeypatch.setattr(Prover, "_fresh", lambda *a: pytest.fail("a first-round query was retried"))
+    assert prover.query(_hard_query(prover), "probe")[0] == UNKNOWN
+
+
+def test_a_model_from_a_retry_gives_the_valuation():
+    prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions())
+    n = prover.terms.params["N"]
+    solver = prover._fresh([*prover.nonneg, n == 5], seed=1)
+    assert solver.check() == z3.sat
+    assert prover._valuation(solver) == {"N": 5}
+
+
+# ------------------------------------------------------- count terms from plans
+
+
+def _direct(pieces, names, atoms, ctx):
+    """A count's Z3 term straight from its sympy pieces: sum of [conds] * value."""
+    def poly(e):
+        if e.is_Integer:
+            return z3.IntVal(int(e), ctx)
+        if e.is_Symbol:
+            if e in atoms.defs:
+                kind, dividend, divisor = atoms.defs[e]
+                x, m = poly(sp.expand(dividend)), z3.IntVal(divisor, ctx)
+                floor = z3.If(m > 0, x / m, (-x) / (-m))
+                return floor if kind == "fd" else x - m * floor
+            return names[e.name]
+        if e.is_Add:
+            return z3.Sum(*[poly(a) for a in e.args])
+        if e.is_Mul:
+            out = z3.IntVal(1, ctx)
+            for a in e.args:
+                out = out * poly(a)
+            return out
+        if e.is_Pow:
+            base = poly(e.base)
+            out = base
+            for _ in range(int(e.exp) - 1):
+                out = out * base
+            return out
+        raise AssertionError(e)
+
+    terms = []
+    for conds, value in pieces:
+        num, den = sp.fraction(sp.together(value))
+        body = poly(sp.expand(num))
+        if int(den) != 1:
+            body = body / int(den)
+        guard = []
+        for kind, e in conds:
+            term = poly(sp.expand(sp.fraction(sp.together(e))[0]))
+            guard.append(term >= 0 if kind == "ge" else term == 0)
+        terms.append(z3.If(z3.And(*guard), body, z3.IntVal(0, ctx)) if guard else body)
+    return z3.Sum(*terms) if terms else z3.IntVal(0, ctx)
+
+
+def _mismatches(program, build) -> tuple[int, list]:
+    """Every local index of every site, at two instances in turn and then the first
+    again, built by `build` and directly: (terms compared, those that differ)."""
+    ctx = z3.Context()
+    counter = Counter(program)
+    params = param_env(program, ctx)
+    compared, wrong = 0, []
+    for name, site in sites(program).items():
+        envs = [instance_env(site, tag, params, ctx) for tag in ("a", "b", "a")]
+        for engine in program.engines:
+            pieces = counter.before(site, ("engine", engine))
+            for env in envs:
+                names = {str(k): v for k, v in env.items()}
+                got = build(pieces, names, counter.atoms, ctx)
+                want = _direct(pieces, names, counter.atoms, ctx)
+                compared += 1
+                if not got.eq(want):
+                    wrong.append((name, engine))
+    return compared, wrong
+
+
+@pytest.mark.parametrize("name", ["triangular_attention", "tile_transpose_2d", "suite/transpose_parity_evac",
+                                  "suite/long_row_reduce"])
+def test_count_terms_built_from_plans_are_the_direct_translation(name):
+    program = get_strategy("threshold")(parse_file(KERNELS / f"{name}.sync")).program
+    compared, wrong = _mismatches(program, to_z3)
+    assert compared > 0 and wrong == []
+
+
+def test_teeth_a_memo_that_ignores_the_instance_is_caught():
+    memo = {}
+
+    def stale(pieces, names, atoms, ctx):  # keyed by the count only
+        if pieces not in memo:
+            memo[pieces] = counts_module.to_z3(pieces, names, atoms, ctx)
+        return memo[pieces]
+
+    program = get_strategy("threshold")(parse_file(KERNELS / "triangular_attention.sync")).program
+    assert _mismatches(program, stale)[1]
