@@ -36,7 +36,7 @@ class ProofOptions:
 
     property: str = Property.BISIMULATION
     query_rlimit: int = 40_000_000  # per Z3 query, in Z3 resource units: the same answer on any load
-    # The first round's budget per query (prove.py `_in_two_rounds`): every obligation is
+    # The first round's budget per query (prove.py `in_two_rounds`): every obligation is
     # tried with it first, and only those it leaves unproved get query_rlimit.
     first_query_rlimit: int = 2_000_000
     query_timeout_ms: int = 60_000  # per Z3 query, wall time (a safety net behind the rlimit)

@@ -157,7 +157,7 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
                 tasks += [partial(prover.exact, y, w) for w in y.op.waits]
             else:  # exactness implies this; soundness alone does not exclude deadlock
                 tasks += [partial(prover.live, y, w) for w in y.op.waits]
-        obligations = _in_two_rounds(prover, tasks)
+        obligations = in_two_rounds(prover, tasks)
     except Unsupported as err:
         return Proof(UNKNOWN, options.property, reason=f"no closed-form counts: {err}",
                      seconds=time.monotonic() - began)
@@ -211,7 +211,7 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
                  reason=f"not proved: {first.describe()}: {first.reason}")
 
 
-def _in_two_rounds(prover: Prover, tasks: list) -> list[Obligation]:
+def in_two_rounds(prover: Prover, tasks: list) -> list[Obligation]:
     """Run every obligation with a small budget per query first, then again with the full
     budget those it did not prove. Why: an obligation tries stages in turn (the last
     producer, the consumer's own waits, chains), and a stage that cannot prove it often

@@ -1,4 +1,4 @@
-"""How the all-values proof spends its Z3 budget (verify/proof/prove.py `_in_two_rounds`,
+"""How the all-values proof spends its Z3 budget (verify/proof/prove.py `in_two_rounds`,
 verify/proof/obligations.py `Prover.query`) and how it builds count terms
 (verify/proof/counts.py `to_z3`): none of it may change what is proved, only when.
 
@@ -18,7 +18,7 @@ from semantics.symbolic import instance_env, param_env
 from verify.proof import counts as counts_module
 from verify.proof.counts import Counter, to_z3
 from verify.proof.obligations import Obligation, Prover
-from verify.proof.prove import PROVED, UNKNOWN, ProofOptions, _in_two_rounds, prove
+from verify.proof.prove import PROVED, UNKNOWN, ProofOptions, in_two_rounds, prove
 from verify.verdicts import ObligationKind
 
 from tests.support.corpus import ROOT
@@ -27,7 +27,7 @@ KERNELS = ROOT / "kernels"
 
 
 class _Prover:
-    """Just what `_in_two_rounds` reads of a prover."""
+    """Just what `in_two_rounds` reads of a prover."""
 
     def __init__(self, options):
         self.options = options
@@ -45,7 +45,7 @@ def test_an_obligation_proved_in_the_first_round_is_not_asked_again_and_the_rest
             return Obligation(ObligationKind.SOUND, name, status=status)
         return run
 
-    result = _in_two_rounds(prover, [task("cheap", 10), task("dear", 100), task("never", None)])
+    result = in_two_rounds(prover, [task("cheap", 10), task("dear", 100), task("never", None)])
     assert [o.status for o in result] == [PROVED, PROVED, UNKNOWN]
     assert asked == [("cheap", 10), ("dear", 10), ("never", 10), ("dear", 100), ("never", 100)]
     assert prover.rlimit == 100  # later queries (the 32-bit range) get the full budget
@@ -59,7 +59,7 @@ def test_one_round_when_the_first_budget_is_the_full_one():
         asked.append(prover.rlimit)
         return Obligation(ObligationKind.SOUND, "x", status=UNKNOWN)
 
-    assert [o.status for o in _in_two_rounds(prover, [run])] == [UNKNOWN]
+    assert [o.status for o in in_two_rounds(prover, [run])] == [UNKNOWN]
     assert asked == [100]
 
 
