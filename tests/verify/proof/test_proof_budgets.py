@@ -35,7 +35,8 @@ class _Prover:
 
 
 def test_an_obligation_proved_in_the_first_round_is_not_asked_again_and_the_rest_get_the_full_budget():
-    prover = _Prover(ProofOptions(first_query_rlimit=10, query_rlimit=100))
+    lines = []
+    prover = _Prover(ProofOptions(first_query_rlimit=10, query_rlimit=100, progress=lines.append))
     asked = []
 
     def task(name, needs):
@@ -49,6 +50,7 @@ def test_an_obligation_proved_in_the_first_round_is_not_asked_again_and_the_rest
     assert [o.status for o in result] == [PROVED, PROVED, UNKNOWN]
     assert asked == [("cheap", 10), ("dear", 10), ("never", 10), ("dear", 100), ("never", 100)]
     assert prover.rlimit == 100  # later queries (the 32-bit range) get the full budget
+    assert lines == ["prove: 1 of 3 obligations proved with 10 Z3 units per query; the other 2 again with 100"]
 
 
 def test_one_round_when_the_first_budget_is_the_full_one():
