@@ -160,13 +160,7 @@ class Prover:
     def query(self, facts: list, name: str):
         """(PROVED, None) when the facts are unsat, (FAILED, valuation) when sat,
         (UNKNOWN, reason) otherwise."""
-        solver = z3.Solver(ctx=self.ctx)
-        budget = self.options.query_timeout_ms
-        left = self.deadline.left()
-        if left is not None:
-            budget = max(1, min(budget, int(left * 1000)))
-        solver.set(timeout=budget, random_seed=self.options.seed)
-        solver.set("rlimit", self.rlimit)
+        solver = self._solver(self.ctx, 0)
         solver.add(*self.nonneg, *facts)
         answer = solver.check()
         if self.rlimit >= self.options.query_rlimit:
@@ -197,14 +191,22 @@ class Prover:
             reason += f" (query written to {path})"
         return UNKNOWN, f"Z3 answered unknown: {reason}"
 
-    def _fresh(self, assertions: list, seed: int) -> z3.Solver:
-        ctx = z3.Context()
+    def _solver(self, ctx: z3.Context, seed: int) -> z3.Solver:
+        """A solver with the query's budgets: the resource limit, and what is left of the
+        wall-clock time (at most query_timeout_ms)."""
         solver = z3.Solver(ctx=ctx)
+        budget = self.options.query_timeout_ms
         left = self.deadline.left()
-        budget = self.options.query_timeout_ms if left is None else max(1, min(self.options.query_timeout_ms,
-                                                                               int(left * 1000)))
+        if left is not None:
+            budget = max(1, min(budget, int(left * 1000)))
         solver.set(timeout=budget, random_seed=self.options.seed + seed)
         solver.set("rlimit", self.rlimit)
+        return solver
+
+    def _fresh(self, assertions: list, seed: int) -> z3.Solver:
+        """A solver of a fresh context holding the assertions (translated)."""
+        ctx = z3.Context()
+        solver = self._solver(ctx, seed)
         solver.add(*[a.translate(ctx) for a in assertions])
         return solver
 
