@@ -47,13 +47,16 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
     answered = [0]
 
     def on_query(line: str) -> None:  # one line per answered query (`--verbose`), else a count
+        if line.startswith(SECOND_ROUND):
+            progress.always(line)
+            return
         answered[0] += 1
         if args.verbose:
             progress.always(line)
         else:
             progress(f"all-values proof: {answered[0]} queries answered")
 
-    from verify.proof.prove import ProofOptions, prove
+    from verify.proof.prove import SECOND_ROUND, ProofOptions, prove
 
     options = ProofOptions(property=args.property, timeout=args.proof_timeout, dump_smt=args.dump_smt,
                            progress=on_query, lower=lower)

@@ -227,12 +227,16 @@ def in_two_rounds(prover: Prover, tasks: list) -> list[Obligation]:
     prover.rlimit = options.first_query_rlimit
     first = [task() for task in tasks]
     prover.rlimit = options.query_rlimit
-    again = [n for n, o in enumerate(first) if o.status != PROVED]
+    again = {n for n, o in enumerate(first) if o.status != PROVED}
     if again and options.progress:
-        options.progress(f"prove: {len(first) - len(again)} of {len(first)} obligations proved with "
+        options.progress(f"{SECOND_ROUND}{len(first) - len(again)} of {len(first)} obligations proved with "
                          f"{options.first_query_rlimit:,} Z3 units per query; the other {len(again)} "
                          f"again with {options.query_rlimit:,}")
     return [tasks[n]() if n in again else o for n, o in enumerate(first)]
+
+
+# The progress line that announces the second round (not a query: the CLI does not count it).
+SECOND_ROUND = "prove: second round: "
 
 
 def _text(valuation: dict) -> str:

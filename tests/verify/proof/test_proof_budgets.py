@@ -7,6 +7,8 @@ directly), not taken from the code under test."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import sympy as sp
 import z3
@@ -18,7 +20,7 @@ from semantics.symbolic import instance_env, param_env
 from verify.proof import counts as counts_module
 from verify.proof.counts import Counter, to_z3
 from verify.proof.obligations import Obligation, Prover
-from verify.proof.prove import PROVED, UNKNOWN, ProofOptions, in_two_rounds, prove
+from verify.proof.prove import PROVED, SECOND_ROUND, UNKNOWN, ProofOptions, in_two_rounds, prove
 from verify.verdicts import ObligationKind
 
 from tests.support.corpus import ROOT
@@ -50,7 +52,8 @@ def test_an_obligation_proved_in_the_first_round_is_not_asked_again_and_the_rest
     assert [o.status for o in result] == [PROVED, PROVED, UNKNOWN]
     assert asked == [("cheap", 10), ("dear", 10), ("never", 10), ("dear", 100), ("never", 100)]
     assert prover.rlimit == 100  # later queries (the 32-bit range) get the full budget
-    assert lines == ["prove: 1 of 3 obligations proved with 10 Z3 units per query; the other 2 again with 100"]
+    assert lines == ["prove: second round: 1 of 3 obligations proved with 10 Z3 units per query; "
+                     "the other 2 again with 100"]
 
 
 def test_one_round_when_the_first_budget_is_the_full_one():
@@ -72,6 +75,27 @@ def test_two_rounds_prove_what_one_round_proves(name):
     two = prove(program, ProofOptions(timeout=None))
     assert one.status == two.status == PROVED
     assert len(one.obligations) == len(two.obligations)
+
+
+def test_what_a_starved_first_round_leaves_is_proved_in_the_second(monkeypatch, capsys):
+    """The real path through both rounds: a first budget of one unit proves almost
+    nothing (only what Z3 settles without search), so the rest is proved at the full
+    budget, and `verify` announces the round without counting it as a query."""
+    program = get_strategy("threshold")(parse_file(KERNELS / "masked_wait.sync")).program
+    lines = []
+    proof = prove(program, ProofOptions(timeout=None, first_query_rlimit=1, progress=lines.append))
+    assert proof.status == PROVED
+    announced = [line for line in lines if line.startswith(SECOND_ROUND)]
+    assert len(announced) == 1 and f"of {len(proof.obligations)} obligations" in announced[0]
+
+    from verify.cli.main import main
+    from verify.proof import prove as prove_module
+
+    monkeypatch.setattr(prove_module, "ProofOptions", partial(ProofOptions, first_query_rlimit=1))
+    assert main(["verify", "--verbose", str(KERNELS / "masked_wait.sync")]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count(SECOND_ROUND) == 1
+    assert "all parameter values: proved" in captured.out
 
 
 def _hard_query(prover):
