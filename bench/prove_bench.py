@@ -1,7 +1,7 @@
 """Benchmark the all-values proof (verify/proof/prove.py): per kernel, the threshold output's
 proof status, seconds and obligation count.
 
-    python bench/prove_bench.py [--json] [--timeout SECONDS] [KERNEL ...]
+    python bench/prove_bench.py [--json] [--timeout SECONDS] [--jobs N] [KERNEL ...]
 
 Default kernels: kernels/*.sync and kernels/suite/*.sync. One run each, wall time.
 This is a measurement, not a timed test.
@@ -23,10 +23,10 @@ from semantics.parser import parse_file
 from verify.proof.prove import ProofOptions, prove
 
 
-def measure(path: Path, timeout: float) -> dict:
+def measure(path: Path, timeout: float, jobs: int = 1) -> dict:
     program = get_strategy("threshold")(parse_file(str(path))).program
     start = time.perf_counter()
-    proof = prove(program, ProofOptions(timeout=timeout))
+    proof = prove(program, ProofOptions(timeout=timeout, jobs=jobs))
     seconds = round(time.perf_counter() - start, 2)
     row = {"kernel": path.relative_to(ROOT / "kernels").as_posix(), "status": proof.status, "seconds": seconds,
            "obligations": len(proof.obligations),
@@ -41,10 +41,11 @@ def main() -> int:
     parser.add_argument("kernels", nargs="*")
     parser.add_argument("--timeout", type=float, default=ProofOptions().timeout)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes of each proof (ProofOptions.jobs)")
     args = parser.parse_args()
     paths = [Path(k).resolve() for k in args.kernels] or sorted((ROOT / "kernels").glob("*.sync")) + sorted(
         (ROOT / "kernels" / "suite").glob("*.sync"))
-    rows = [measure(p, args.timeout) for p in paths]
+    rows = [measure(p, args.timeout, args.jobs) for p in paths]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

@@ -17,6 +17,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def positive_count(text: str) -> int:
+    """An argparse type: a whole number >= 1 (`--proof-jobs`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    return value
+
+
 def strategy_names(extra: tuple[str, ...] = ()) -> list[str]:
     from algorithm.registry import STRATEGIES
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from semantics.ir import Program
 
-from verify.cli.args import positive_seconds
+from verify.cli.args import positive_count, positive_seconds
 from verify.verdicts import CheckResult, ProofStatus
 
 # The proof loads z3 and sympy: imported where it runs, so that `check` and `sync` start
 # without them (docs/sync-speed.md). verify/proof/obligations.py ProofOptions.timeout.
 DEFAULT_PROOF_TIMEOUT = 60.0
+# Worker processes of the proof (verify/proof/jobs.py). A fixed default, not the machine's
+# core count: the proof's answers are deterministic for a given number of workers.
+DEFAULT_PROOF_JOBS = 2
 
 
 def add_arguments(p) -> None:
@@ -19,6 +22,9 @@ def add_arguments(p) -> None:
                         "parameter value (JSON scope 'all' when proved); bounded: skip that proof")
     p.add_argument("--proof-timeout", type=positive_seconds, default=DEFAULT_PROOF_TIMEOUT, metavar="SECONDS",
                    help="time limit of the all-values proof, > 0 (default %(default)s)")
+    p.add_argument("--proof-jobs", type=positive_count, default=DEFAULT_PROOF_JOBS, metavar="N",
+                   help="processes the all-values proof's obligations are shared among, >= 1 (default "
+                        "%(default)s; the same N gives the same answers on any machine)")
     p.add_argument("--verbose", action="store_true",
                    help="print one line per proof obligation on stderr (default: a progress line now and then)")
 
@@ -59,7 +65,7 @@ def all_values(args, program: Program, result: CheckResult, progress, bounds=())
     from verify.proof.prove import SECOND_ROUND, ProofOptions, prove
 
     options = ProofOptions(property=args.property, timeout=args.proof_timeout, dump_smt=args.dump_smt,
-                           progress=on_query, lower=lower)
+                           progress=on_query, lower=lower, jobs=args.proof_jobs)
     proof = prove(program, options)
     data = proof.to_json()
     proved = sum(1 for o in proof.obligations if o.status == ProofStatus.PROVED)

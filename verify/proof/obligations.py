@@ -49,6 +49,9 @@ class ProofOptions:
     # (`param K >= 1`; 0 if none); the larger of the two applies (see `domain_lower`).
     lower: tuple = ()
     progress: Callable[[str], None] | None = None
+    # Worker processes the obligations are shared among (verify/proof/jobs.py); 1: this
+    # process. The answers are deterministic for a given value, not across values.
+    jobs: int = 1
 
 
 @attrs.frozen
@@ -117,9 +120,11 @@ def budget_ran_out(timeout: float | None) -> str:
 
 
 class Prover:
-    def __init__(self, program: Program, options: ProofOptions, deadline: Deadline | None = None):
+    def __init__(self, program: Program, options: ProofOptions, deadline: Deadline | None = None,
+                 dump_prefix: str = "prove"):
         """`deadline`: when the proof's budget ends (default: options.timeout from now);
-        the term building polls it (DeadlineReached), queries get what is left."""
+        the term building polls it (DeadlineReached), queries get what is left.
+        `dump_prefix`: how the files of `options.dump_smt` begin (a worker's own)."""
         self.program = program
         self.options = options
         self.deadline = Deadline.after(options.timeout) if deadline is None else deadline
@@ -132,6 +137,7 @@ class Prover:
         self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
         self.rlimit = options.query_rlimit  # per query; prove.py lowers it for a first round
         self.dumped = 0  # queries written by dump_smt (it sat after a return: --dump-smt crashed)
+        self.dump_prefix = dump_prefix
 
     def either(self, *terms):
         """A disjunction in the proof's context (z3.Or() of nothing would take the default one)."""
@@ -185,7 +191,7 @@ class Prover:
         if self.options.dump_smt and self.rlimit >= self.options.query_rlimit:  # not a first-round query
             os.makedirs(self.options.dump_smt, exist_ok=True)
             self.dumped += 1
-            path = os.path.join(self.options.dump_smt, f"prove-{self.dumped:03d}-{name}.smt2")
+            path = os.path.join(self.options.dump_smt, f"{self.dump_prefix}-{self.dumped:03d}-{name}.smt2")
             with open(path, "w") as handle:
                 handle.write(solver.to_smt2())
             reason += f" (query written to {path})"

@@ -40,16 +40,15 @@ as does any query Z3 answers unknown or that runs out of time. Unknown is never 
 from __future__ import annotations
 
 import time
-from functools import partial
 
 import attrs
 
 from semantics.ir import Barrier, Op, Program, walk_stmts
-from semantics.symbolic import conflicting_pairs
 
 from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
 from verify.proof.int32 import RangeLimit, range_limit
+from verify.proof.jobs import SECOND_ROUND, WorkerLost, collector_paused, in_two_rounds, run_all, tasks  # noqa: F401 (SECOND_ROUND, in_two_rounds: public here too)
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
     FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, budget_ran_out, divisors, domain_lower,
@@ -102,13 +101,14 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     lower = domain_lower(program, options)
     began = time.monotonic()
     deadline = Deadline.after(options.timeout)
-    try:
-        proof = _prove(program, options, deadline)
-    except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
-        proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
-                      seconds=time.monotonic() - began)
-    if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
-        proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline))
+    with collector_paused():
+        try:
+            proof = _prove(program, options, deadline)
+        except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
+            proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
+                          seconds=time.monotonic() - began)
+        if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
+            proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline))
     return attrs.evolve(proof, lower=tuple((p.name, lower[p.name]) for p in program.params),
                         assumptions=assumptions(program))
 
@@ -143,24 +143,12 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
     if why:
         return Proof(UNKNOWN, options.property, reason=why, seconds=time.monotonic() - began)
     try:
-        prover = Prover(program, options, deadline)
-        tasks = [partial(prover.defined, loop) for loop in loop_sites(program) if bound_divisors(loop.op)]
-        tasks += [partial(prover.defined, y) for y in prover.terms.sites.values() if divisors(y.op)]
-        for y in prover.terms.sites.values():
-            for engine in program.engines:
-                if engine == y.op.engine:
-                    continue
-                for x in prover.terms.sites.values():
-                    if x.op.engine == engine and conflicting_pairs(x.op, y.op):
-                        tasks.append(partial(prover.sound, y, engine, x))
-            if options.property == "bisimulation":
-                tasks += [partial(prover.exact, y, w) for w in y.op.waits]
-            else:  # exactness implies this; soundness alone does not exclude deadlock
-                tasks += [partial(prover.live, y, w) for w in y.op.waits]
-        obligations = in_two_rounds(prover, tasks)
+        obligations = run_all(program, options, deadline, tasks(program, options.property))
     except Unsupported as err:
         return Proof(UNKNOWN, options.property, reason=f"no closed-form counts: {err}",
                      seconds=time.monotonic() - began)
+    except WorkerLost as err:
+        return Proof(UNKNOWN, options.property, reason=str(err), seconds=time.monotonic() - began)
 
     if all(o.status == PROVED for o in obligations):
         return Proof(PROVED, options.property, tuple(obligations), seconds=time.monotonic() - began)
@@ -209,34 +197,6 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
     first = next(o for o in final if o.status != PROVED)
     return Proof(UNKNOWN, options.property, tuple(final), seconds=time.monotonic() - began,
                  reason=f"not proved: {first.describe()}: {first.reason}")
-
-
-def in_two_rounds(prover: Prover, tasks: list) -> list[Obligation]:
-    """Run every obligation with a small budget per query first, then again with the full
-    budget those it did not prove. Why: an obligation tries stages in turn (the last
-    producer, the consumer's own waits, chains), and a stage that cannot prove it often
-    spends the whole budget before the next stage proves it at once: swiglu_mlp's proof
-    spent 92 s of 98 in seven such queries (12-17 s each, `unknown`), while every query
-    that proved something took at most 0.03 s. A proof in the first round is a proof
-    (unsat is unsat at any budget); the second round is the proof as it was, so nothing
-    provable within the full budget is lost, and what the first round did not prove
-    costs its small queries once more."""
-    options = prover.options
-    if options.first_query_rlimit >= options.query_rlimit:
-        return [task() for task in tasks]
-    prover.rlimit = options.first_query_rlimit
-    first = [task() for task in tasks]
-    prover.rlimit = options.query_rlimit
-    again = {n for n, o in enumerate(first) if o.status != PROVED}
-    if again and options.progress:
-        options.progress(f"{SECOND_ROUND}{len(first) - len(again)} of {len(first)} obligations proved with "
-                         f"{options.first_query_rlimit:,} Z3 units per query; the other {len(again)} "
-                         f"again with {options.query_rlimit:,}")
-    return [tasks[n]() if n in again else o for n, o in enumerate(first)]
-
-
-# The progress line that announces the second round (not a query: the CLI does not count it).
-SECOND_ROUND = "prove: second round: "
 
 
 def _text(valuation: dict) -> str:

@@ -94,7 +94,9 @@ def test_what_a_starved_first_round_leaves_is_proved_in_the_second(monkeypatch, 
     monkeypatch.setattr(prove_module, "ProofOptions", partial(ProofOptions, first_query_rlimit=1))
     assert main(["verify", "--verbose", str(KERNELS / "masked_wait.sync")]) == 0
     captured = capsys.readouterr()
-    assert captured.err.count(SECOND_ROUND) == 1
+    # The CLI's proof runs on two workers (--proof-jobs 2): each announces its own round.
+    assert captured.err.count(SECOND_ROUND) == 2
+    assert f"{SECOND_ROUND}worker 1 of 2: " in captured.err and f"{SECOND_ROUND}worker 2 of 2: " in captured.err
     assert "all parameter values: proved" in captured.out
 
 

@@ -22,6 +22,7 @@ from semantics.sequential import unroll
 from verify.cli.main import main
 from verify.proof.counts import Counter, to_z3
 from verify.engines.explicit import check
+from verify.proof import jobs as jobs_module
 from verify.proof import prove as prove_module
 from verify.proof.prove import PROVED, ProofOptions, prove
 from verify.verdicts import CheckOptions
@@ -299,7 +300,7 @@ _FIND = settings(database=None, derandomize=True, max_examples=300, deadline=Non
 def test_teeth_the_differential_rejects_a_broken_prover(broken, prop, monkeypatch):
     """The differential's own examples (perturbed exact waits), with the property each
     broken part serves: a counterexample comes up."""
-    monkeypatch.setattr(prove_module, "Prover", broken)
+    monkeypatch.setattr(jobs_module, "Prover", broken)  # where the obligations' prover is made
     find(st.tuples(perturbed_exact_programs(), st.just(prop)), _refuted_by_the_differential, settings=_FIND)
 
 

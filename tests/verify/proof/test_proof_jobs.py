@@ -1,0 +1,221 @@
+"""The all-values proof on several worker processes (verify/proof/jobs.py): the tasks are
+the sequential proof's obligations, workers prove what one process proves, their answers
+do not depend on the run, failures in a worker are the proof's failures, and the cyclic
+garbage collector cannot move Z3's answers."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import z3
+
+from algorithm.registry import get_strategy
+from semantics.parser import parse_file
+from verify.cli.main import main
+from verify.proof import jobs as jobs_module
+from verify.proof.counts import Unsupported
+from verify.proof.jobs import tasks
+from verify.proof.obligations import Prover
+from verify.proof.prove import PROVED, UNKNOWN, ProofOptions, prove
+
+from tests.support.corpus import ROOT
+
+KERNELS = ROOT / "kernels"
+SMALL = ["design_example", "masked_wait", "if_else_split", "six_engine_block"]
+
+
+def _program(name: str, strategy: str = "threshold"):
+    return get_strategy(strategy)(parse_file(str(KERNELS / f"{name}.sync"))).program
+
+
+def _table(proof) -> list:
+    return [(o.describe(), o.status) for o in proof.obligations]
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_the_tasks_are_the_obligations_of_the_sequential_proof(name):
+    program = _program(name)
+    proof = prove(program, ProofOptions(jobs=1))
+    assert proof.status == PROVED
+    named = [(t.kind, t.consumer, t.engine, t.producer) for t in tasks(program, proof.property)]
+    assert named == [(o.kind, o.consumer, o.engine, o.producer) for o in proof.obligations]
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_two_workers_prove_every_obligation_one_process_proves(name):
+    program = _program(name)
+    one, two = prove(program, ProofOptions(jobs=1)), prove(program, ProofOptions(jobs=2))
+    assert two.status == one.status == PROVED
+    assert _table(two) == _table(one)
+    assert two.int32 == one.int32
+
+
+def test_more_workers_than_obligations_and_the_soundness_property():
+    program = _program("pipeline_db")
+    for jobs in (3, 64):
+        proof = prove(program, ProofOptions(jobs=jobs, property="soundness"))
+        assert proof.status == PROVED and len(proof.obligations) == len(tasks(program, "soundness"))
+
+
+def test_workers_answer_the_same_in_every_run():
+    """Static shares, one Prover per worker: the same queries in the same order each run.
+    The Z3 effort of every query (its rlimit count) is compared, not only the verdicts."""
+    program = _program("triangular_attention")
+    runs = []
+    for _ in range(2):
+        lines = []
+        proof = prove(program, ProofOptions(jobs=2, progress=lines.append))
+        runs.append((_table(proof), sorted(lines)))
+    assert runs[0][0] == runs[1][0]
+    # The progress lines carry each query's answer; only their interleaving may differ.
+    strip = [[line.rsplit(" (", 1)[0] for line in r[1]] for r in runs]
+    assert strip[0] == strip[1] and strip[0]
+
+
+def test_progress_lines_of_every_worker_reach_the_caller():
+    program = _program("six_engine_block")
+    lines = []
+    proof = prove(program, ProofOptions(jobs=2, progress=lines.append))
+    assert proof.status == PROVED
+    for o in proof.obligations:  # each obligation's last query reported its answer
+        assert any(line.startswith(f"prove: {o.describe()}: ") for line in lines), o.describe()
+
+
+def test_an_uncountable_term_in_a_worker_leaves_the_proof_unknown_with_its_reason(monkeypatch):
+    program = _program("design_example")
+    victim = tasks(program, "bisimulation")[3]
+    real = jobs_module.run
+
+    def run(prover, task, loops):
+        if task == victim:
+            raise Unsupported("a made-up count")
+        return real(prover, task, loops)
+
+    monkeypatch.setattr(jobs_module, "run", run)  # the forked workers inherit it
+    for n in (1, 2):
+        proof = prove(program, ProofOptions(jobs=n))
+        assert proof.status == UNKNOWN and proof.reason == "no closed-form counts: a made-up count", n
+
+
+def test_a_worker_that_dies_leaves_the_proof_unknown_never_proved(monkeypatch):
+    program = _program("design_example")
+    victim = tasks(program, "bisimulation")[2]
+    real = jobs_module.run
+
+    def run(prover, task, loops):
+        if task == victim:
+            os._exit(9)  # as if killed: no answer, no exception
+        return real(prover, task, loops)
+
+    monkeypatch.setattr(jobs_module, "run", run)
+    proof = prove(program, ProofOptions(jobs=2))
+    assert proof.status == UNKNOWN
+    assert "ended without an answer (exit code 9)" in proof.reason
+
+
+def test_an_error_in_a_worker_is_raised_with_its_traceback(monkeypatch):
+    program = _program("design_example")
+    real = jobs_module.run
+
+    def run(prover, task, loops):
+        if task.kind == "exact":
+            raise ValueError("a bug in an obligation")
+        return real(prover, task, loops)
+
+    monkeypatch.setattr(jobs_module, "run", run)
+    with pytest.raises(RuntimeError, match="ValueError: a bug in an obligation"):
+        prove(program, ProofOptions(jobs=2))
+
+
+def test_a_budget_that_ends_in_the_workers_is_unknown():
+    program = get_strategy("threshold")(parse_file(str(KERNELS / "suite" / "attention_cte_query_outer.sync"))).program
+    proof = prove(program, ProofOptions(jobs=2, timeout=0.5))
+    assert proof.status == UNKNOWN and "time budget of 0.5 s ran out" in proof.reason
+    assert proof.seconds < 5
+
+
+def test_a_workers_dumped_queries_are_named_after_it(tmp_path):
+    prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions(dump_smt=str(tmp_path), query_rlimit=1),
+                    dump_prefix="prove-w1")
+    a, b = z3.Int("a", prover.ctx), z3.Int("b", prover.ctx)
+    status, reason = prover.query([a * b == 7, a > 1, b > 1], "probe")
+    assert status == "unknown"
+    assert [p.name for p in tmp_path.iterdir()] == ["prove-w1-001-probe.smt2"]
+
+
+# ------------------------------------------------------- the cyclic collector paused
+
+
+def test_the_collector_is_off_during_a_proof_and_on_after(monkeypatch):
+    seen = []
+    real = jobs_module.run
+
+    def run(prover, task, loops):
+        seen.append(gc.isenabled())
+        return real(prover, task, loops)
+
+    monkeypatch.setattr(jobs_module, "run", run)
+    assert gc.isenabled()
+    prove(_program("pipeline_db"), ProofOptions(jobs=1))
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+
+_EFFORTS = """
+import gc, json, sys
+import z3
+from algorithm.registry import get_strategy
+from semantics.parser import parse_file
+from verify.proof.prove import ProofOptions, prove
+
+log = []
+check = z3.Solver.check
+
+def counted(self, *args):
+    answer = check(self, *args)
+    stats = self.statistics()
+    log.append((str(answer), stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else None))
+    return answer
+
+program = get_strategy("threshold")(parse_file(sys.argv[1])).program
+z3.Solver.check = counted
+prove(program, ProofOptions(jobs=1))
+default = log[:]
+gc.set_threshold(1, 1, 1)
+prove(program, ProofOptions(jobs=1))
+print(json.dumps([default, log[len(default):]]))
+"""
+
+
+def test_z3s_effort_on_every_query_does_not_depend_on_the_collectors_schedule():
+    """Regression (session 18): with the collector running, one list more in the Python
+    around the queries changed Z3's effort from layernorm's 11th query on (same SMT-LIB
+    text): freed terms' ids go to the next terms. Here the collector's schedule is moved
+    on purpose (thresholds of 1: it runs at almost every allocation), and every query's
+    answer and Z3's effort (its rlimit count) must stay. In a fresh process: Z3's effort
+    also depends on other state of a process (docs/proofs.md, "Known defect"), which
+    the tests before this one would have changed between the two proofs."""
+    path = str(KERNELS / "suite" / "layernorm.sync")
+    done = subprocess.run([sys.executable, "-c", _EFFORTS, path], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    default, frequent = json.loads(done.stdout)
+    assert default == frequent and len(default) > 20
+
+
+def test_cli_proof_jobs_is_validated_and_gives_the_same_verdict(capsys):
+    path = str(KERNELS / "masked_wait.sync")
+    assert main(["verify", path, "--proof-jobs", "0"]) == 2
+    assert "--proof-jobs: 0: must be at least 1" in capsys.readouterr().err
+    outputs = []
+    for jobs in ("1", "2"):
+        assert main(["verify", path, "--proof-jobs", jobs]) == 0
+        outputs.append(capsys.readouterr().out.splitlines())
+    assert [line.split(" (")[0] for line in outputs[0]] == [line.split(" (")[0] for line in outputs[1]]
+    assert any("all parameter values: proved" in line for line in outputs[1])
+

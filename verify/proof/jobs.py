@@ -1,0 +1,244 @@
+"""The obligations of an all-values proof as tasks, and how they run: in two rounds of
+budgets, in this process or shared among worker processes (`ProofOptions.jobs`).
+
+Why several processes: the obligations are independent Z3 queries (verification
+conditions, as Boogie and Why3 discharge them in parallel), and most of a large proof is
+spent building their terms in Python, which one process runs on one core.
+attention_cte_query_outer's proof took 9.7 s alone and 5.6 s as two halves side by side.
+
+What decides the answers: Z3's effort on a non-linear query depends on the ids its terms
+got, hence on every term the process built before it (docs/proofs.md, "Known defect").
+So the shares are fixed, not balanced at run time: task n goes to worker n % jobs, and
+each worker builds its own `Prover` and runs its share in task order. A proof with the
+same `jobs` asks every worker the same queries in the same order on any machine (only
+the wall-clock limits depend on the load); `jobs` = 1 is the sequential proof,
+unchanged. Workers are forked (they inherit the parsed program and loaded modules);
+where `fork` is not available the proof runs in this process.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import traceback
+from contextlib import contextmanager
+from functools import partial
+from multiprocessing.connection import wait
+
+import attrs
+
+from semantics.context import sites
+from semantics.ir import Program
+from semantics.symbolic import conflicting_pairs
+
+from verify.engines.deadline import Deadline, DeadlineReached
+from verify.proof.counts import Unsupported
+from verify.proof.obligations import (
+    PROVED, Obligation, Prover, bound_divisors, divisors, loop_sites,
+)
+from verify.verdicts import ObligationKind, Property
+
+
+class WorkerLost(Exception):
+    """A worker process ended without an answer (killed, out of memory): its obligations
+    are not decided, so the proof is unknown."""
+
+
+@attrs.frozen
+class Task:
+    """One obligation, by name: what a worker process needs to build it again."""
+
+    kind: ObligationKind
+    consumer: str  # an op name; for a loop's `defined`, the loop's position in loop_sites
+    engine: str | None = None
+    producer: str | None = None
+    wait: int | None = None  # the consumer's wait, by position
+    loop: int | None = None
+
+
+def tasks(program: Program, property: str) -> list[Task]:
+    """Every obligation of the proof, in the order the sequential proof asks them."""
+    found = [Task(ObligationKind.DEFINED, loop.op.var, loop=n)
+             for n, loop in enumerate(loop_sites(program)) if bound_divisors(loop.op)]
+    ops = sites(program)
+    found += [Task(ObligationKind.DEFINED, name) for name, y in ops.items() if divisors(y.op)]
+    for name, y in ops.items():
+        for engine in program.engines:
+            if engine == y.op.engine:
+                continue
+            found += [Task(ObligationKind.SOUND, name, engine, x_name) for x_name, x in ops.items()
+                      if x.op.engine == engine and conflicting_pairs(x.op, y.op)]
+        kind = ObligationKind.EXACT if property == Property.BISIMULATION else ObligationKind.LIVE
+        found += [Task(kind, name, w.engine, wait=n) for n, w in enumerate(y.op.waits)]
+    return found
+
+
+def bind(prover: Prover, todo: list[Task]) -> list:
+    """Each task as a callable that asks `prover` its obligation. The loops' sites are
+    made once: the count terms are memoized per site (a site made again per task would
+    build its terms again, and the proof's queries would change)."""
+    loops = loop_sites(prover.program)
+    return [partial(run, prover, t, loops) for t in todo]
+
+
+def run(prover: Prover, task: Task, loops: list) -> Obligation:
+    """The task's obligation, asked of `prover` (`loops`: the program's loop_sites)."""
+    ops = prover.terms.sites
+    match task.kind:
+        case ObligationKind.DEFINED if task.loop is not None:
+            return prover.defined(loops[task.loop])
+        case ObligationKind.DEFINED:
+            return prover.defined(ops[task.consumer])
+        case ObligationKind.SOUND:
+            return prover.sound(ops[task.consumer], task.engine, ops[task.producer])
+        case ObligationKind.EXACT:
+            y = ops[task.consumer]
+            return prover.exact(y, y.op.waits[task.wait])
+        case ObligationKind.LIVE:
+            y = ops[task.consumer]
+            return prover.live(y, y.op.waits[task.wait])
+    raise AssertionError(f"unknown obligation kind {task.kind}")
+
+
+def in_two_rounds(prover: Prover, tasks: list, who: str = "") -> list[Obligation]:
+    """Run every obligation with a small budget per query first, then again with the full
+    budget those it did not prove. Why: an obligation tries stages in turn (the last
+    producer, the consumer's own waits, chains), and a stage that cannot prove it often
+    spends the whole budget before the next stage proves it at once: swiglu_mlp's proof
+    spent 92 s of 98 in seven such queries (12-17 s each, `unknown`), while every query
+    that proved something took at most 0.03 s. A proof in the first round is a proof
+    (unsat is unsat at any budget); the second round is the proof as it was, so nothing
+    provable within the full budget is lost, and what the first round did not prove
+    costs its small queries once more. `tasks`: callables, each giving an obligation;
+    `who`: names the worker in the progress line."""
+    options = prover.options
+    if options.first_query_rlimit >= options.query_rlimit:
+        return [task() for task in tasks]
+    prover.rlimit = options.first_query_rlimit
+    first = [task() for task in tasks]
+    prover.rlimit = options.query_rlimit
+    again = {n for n, o in enumerate(first) if o.status != PROVED}
+    if again and options.progress:
+        options.progress(f"{SECOND_ROUND}{who}{len(first) - len(again)} of {len(first)} obligations proved with "
+                         f"{options.first_query_rlimit:,} Z3 units per query; the other {len(again)} "
+                         f"again with {options.query_rlimit:,}")
+    return [tasks[n]() if n in again else o for n, o in enumerate(first)]
+
+
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off for the proof, on again after. Why: Z3 gives
+    a freed term's id to the next new term, and its effort on a non-linear query depends
+    on the ids (module docstring). The collector frees z3 term wrappers caught in
+    reference cycles at moments set by the count of Python allocations, so any change to
+    the Python code around the queries (one list more) moved an id, and re-rolled
+    answers: layernorm's proof asked the same 52 queries (same SMT-LIB text) and Z3's
+    effort parted at the 11th. Without the collector, terms are freed when their last
+    reference goes, at the same point of every run; the proof's cyclic garbage waits
+    (attention_cte_query_outer: 245 MB peak instead of 229 MB)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+# The progress line that announces the second round (not a query: the CLI does not count it).
+SECOND_ROUND = "prove: second round: "
+
+
+def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> list[Obligation]:
+    """Every task's obligation, in task order: in this process, or on `options.jobs`
+    worker processes (module docstring). Raises what the sequential proof raises:
+    `Unsupported` (no closed-form counts), `DeadlineReached` (the budget ended while
+    terms were built); `WorkerLost` when a worker ends without an answer, and
+    RuntimeError (with the worker's traceback) when it raised anything else."""
+    jobs = min(options.jobs, len(todo))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        prover = Prover(program, options, deadline)
+        return in_two_rounds(prover, bind(prover, todo))
+    context = multiprocessing.get_context("fork")
+    workers = []
+    try:
+        for k in range(jobs):
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(target=_worker, daemon=True,
+                                      args=(send, program, attrs.evolve(options, progress=None), deadline,
+                                            todo[k::jobs], k, jobs))
+            process.start()
+            send.close()  # the worker holds the only sending end: EOF when it dies
+            workers.append((receive, process))
+        answers = _collect(workers, options)
+    finally:
+        for receive, process in workers:
+            if process.is_alive():
+                process.terminate()
+            process.join()
+            receive.close()
+    # A worker's failure is the failure its first task in task order met.
+    failures = sorted((k + jobs * at, kind, value) for k, (kind, value, at) in enumerate(answers) if kind != "done")
+    if failures:
+        _, kind, value = failures[0]
+        if kind == "unsupported":
+            raise Unsupported(value)
+        if kind == "deadline":
+            raise DeadlineReached()
+        if kind == "lost":
+            raise WorkerLost(value)
+        raise RuntimeError(f"an all-values proof worker failed:\n{value}")
+    out: list[Obligation | None] = [None] * len(todo)
+    for k, (_, share, _) in enumerate(answers):
+        out[k::jobs] = share
+    return out
+
+
+def _collect(workers: list, options) -> list:
+    """(kind, value, position of the failing task) per worker; progress lines are passed on
+    as they come."""
+    answers: list = [None] * len(workers)
+    pending = {receive: k for k, (receive, _) in enumerate(workers)}
+    while pending:
+        for receive in wait(list(pending)):
+            k = pending[receive]
+            try:
+                message = receive.recv()
+            except EOFError:  # the worker ended without an answer (killed, out of memory)
+                process = workers[k][1]
+                process.join()
+                message = ("lost", f"a proof worker process ended without an answer (exit code {process.exitcode})",
+                           0)
+            if message[0] == "progress":
+                if options.progress:
+                    options.progress(message[1])
+                continue
+            answers[k] = message
+            del pending[receive]
+    return answers
+
+
+def _worker(send, program: Program, options, deadline: Deadline, share: list[Task], k: int, jobs: int) -> None:
+    """Run one share in its own Prover (its own Z3 context) and send back
+    ("done", obligations, 0) or (failure kind, detail, position of the task)."""
+    at = [0]
+
+    def task(n: int, ask) -> Obligation:
+        at[0] = n
+        return ask()
+
+    try:
+        options = attrs.evolve(options, progress=lambda line: send.send(("progress", line)))
+        prover = Prover(program, options, deadline, dump_prefix=f"prove-w{k}")
+        asks = [partial(task, n, ask) for n, ask in enumerate(bind(prover, share))]
+        send.send(("done", in_two_rounds(prover, asks, who=f"worker {k + 1} of {jobs}: "), 0))
+    except Unsupported as err:
+        send.send(("unsupported", str(err), at[0]))
+    except DeadlineReached:
+        send.send(("deadline", None, at[0]))
+    except BaseException:  # noqa: BLE001 - reported by the parent, which raises it
+        send.send(("crash", traceback.format_exc(), at[0]))
+    finally:
+        send.close()
+        os._exit(0)  # skip the parent's exit handlers (pytest's, the CLI's) in the forked copy
