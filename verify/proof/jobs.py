@@ -21,12 +21,14 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import tempfile
 import traceback
 from contextlib import contextmanager
 from functools import partial
 from multiprocessing.connection import wait
 
 import attrs
+import z3
 
 from semantics.context import sites
 from semantics.ir import Program
@@ -165,19 +167,23 @@ def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> 
     try:
         for k in range(jobs):
             receive, send = context.Pipe(duplex=False)
+            # The worker's stderr: what Z3 prints when it aborts (out of memory) names the
+            # cause in the proof's reason instead of reaching the user's terminal.
+            errors = tempfile.TemporaryFile()
             process = context.Process(target=_worker, daemon=True,
-                                      args=(send, program, attrs.evolve(options, progress=None), deadline,
+                                      args=(send, errors, program, attrs.evolve(options, progress=None), deadline,
                                             todo[k::jobs], k, jobs))
             process.start()
             send.close()  # the worker holds the only sending end: EOF when it dies
-            workers.append((receive, process))
+            workers.append((receive, process, errors))
         answers = _collect(workers, options)
     finally:
-        for receive, process in workers:
+        for receive, process, errors in workers:
             if process.is_alive():
                 process.terminate()
             process.join()
             receive.close()
+            errors.close()
     # A worker's failure is the failure its first task in task order met.
     failures = sorted((k + jobs * at, kind, value) for k, (kind, value, at) in enumerate(answers) if kind != "done")
     if failures:
@@ -199,17 +205,19 @@ def _collect(workers: list, options) -> list:
     """(kind, value, position of the failing task) per worker; progress lines are passed on
     as they come."""
     answers: list = [None] * len(workers)
-    pending = {receive: k for k, (receive, _) in enumerate(workers)}
+    pending = {receive: k for k, (receive, _, _) in enumerate(workers)}
     while pending:
         for receive in wait(list(pending)):
             k = pending[receive]
             try:
                 message = receive.recv()
             except EOFError:  # the worker ended without an answer (killed, out of memory)
-                process = workers[k][1]
+                _, process, errors = workers[k]
                 process.join()
-                message = ("lost", f"a proof worker process ended without an answer (exit code {process.exitcode})",
-                           0)
+                errors.seek(0)
+                said = " ".join(errors.read().decode(errors="replace").split())[-300:]
+                message = ("lost", f"a proof worker process ended without an answer (exit code {process.exitcode})"
+                           + (f": {said}" if said else ""), 0)
             if message[0] == "progress":
                 if options.progress:
                     options.progress(message[1])
@@ -219,9 +227,17 @@ def _collect(workers: list, options) -> list:
     return answers
 
 
-def _worker(send, program: Program, options, deadline: Deadline, share: list[Task], k: int, jobs: int) -> None:
+def _worker(send, errors, program: Program, options, deadline: Deadline, share: list[Task], k: int,
+            jobs: int) -> None:
     """Run one share in its own Prover (its own Z3 context) and send back
     ("done", obligations, 0) or (failure kind, detail, position of the task)."""
+    os.dup2(errors.fileno(), 2)
+    if options.worker_memory_mb:
+        # Z3's memory in this process only (a global setting, so never in the parent): one
+        # query of matmul_fully_optimized grew a worker to 3-6 GB without reaching its
+        # resource limit. With 1,000 MB it ended unknown at the limit (worker peak 1.1 GB)
+        # and the proof went on; should Z3 abort instead, the worker is lost: unknown.
+        z3.set_param("memory_max_size", options.worker_memory_mb)
     at = [0]
 
     def task(n: int, ask) -> Obligation:

@@ -52,6 +52,9 @@ class ProofOptions:
     # Worker processes the obligations are shared among (verify/proof/jobs.py); 1: this
     # process. The answers are deterministic for a given value, not across values.
     jobs: int = 1
+    # Z3's memory limit in each worker process, in MB (None: none): a query that reaches it
+    # ends unknown (verify/proof/jobs.py). A query's own `max_memory` did not hold it.
+    worker_memory_mb: int | None = 2048
 
 
 @attrs.frozen

@@ -118,6 +118,40 @@ def test_a_worker_that_dies_leaves_the_proof_unknown_never_proved(monkeypatch):
     assert "ended without an answer (exit code 9)" in proof.reason
 
 
+def test_what_a_lost_worker_printed_is_in_the_reason(monkeypatch):
+    """Z3 aborting (out of memory) prints to stderr and ends the process: the proof says so."""
+    program = _program("design_example")
+    real = jobs_module.run
+
+    def run(prover, task, loops):
+        if task.kind == "exact":
+            os.write(2, b"terminate called after throwing an instance of 'out_of_memory_error'\n")
+            os._exit(134)
+        return real(prover, task, loops)
+
+    monkeypatch.setattr(jobs_module, "run", run)
+    proof = prove(program, ProofOptions(jobs=2))
+    assert proof.status == UNKNOWN
+    assert proof.reason.endswith("(exit code 134): terminate called after throwing an instance of "
+                                 "'out_of_memory_error'")
+
+
+def test_z3s_memory_limit_is_set_in_the_workers_only(monkeypatch):
+    real = jobs_module.run
+
+    def run(prover, task, loops):
+        prover.options.progress(f"limit {z3.get_param('memory_max_size')}")
+        return real(prover, task, loops)
+
+    monkeypatch.setattr(jobs_module, "run", run)
+    before = z3.get_param("memory_max_size")
+    lines = []
+    assert prove(_program("pipeline_db"), ProofOptions(jobs=2, worker_memory_mb=777, progress=lines.append)).status \
+        == PROVED
+    assert {line for line in lines if line.startswith("limit ")} == {"limit 777"}
+    assert z3.get_param("memory_max_size") == before
+
+
 def test_an_error_in_a_worker_is_raised_with_its_traceback(monkeypatch):
     program = _program("design_example")
     real = jobs_module.run
