@@ -20,13 +20,15 @@ finished session, whose Z3 context goes whole. (Timing matters there: Z3 reuses 
 term's id and ids order its search, docs/sync-speed.md round 9.)
 
 The thresholds are restored on exit (nested uses restore in order), so a library caller
-sees its own settings again.
+sees its own settings again. `collector_paused` goes further, for the all-values proof:
+no collection at all while it runs (its docstring says why).
 """
 
 from __future__ import annotations
 
 import functools
 import gc
+from contextlib import contextmanager
 
 YOUNG_THRESHOLD = 100_000  # net allocations between young collections (CPython default: 700)
 
@@ -52,3 +54,23 @@ class fewer_collections:
                 return fn(*args, **kwargs)
 
         return run
+
+
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off, on again after: around the all-values proof
+    (verify/proof/prove.py). Why: Z3 gives a freed term's id to the next new term, and
+    its effort on a non-linear query depends on the ids (verify/proof/jobs.py). The collector frees z3 term wrappers caught in
+    reference cycles at moments set by the count of Python allocations, so any change to
+    the Python code around the queries (one list more) moved an id, and re-rolled
+    answers: layernorm's proof asked the same 52 queries (same SMT-LIB text) and Z3's
+    effort parted at the 11th. Without the collector, terms are freed when their last
+    reference goes, at the same point of every run; the proof's cyclic garbage waits
+    (attention_cte_query_outer: 245 MB peak instead of 229 MB)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

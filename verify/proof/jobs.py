@@ -18,12 +18,10 @@ where `fork` is not available the proof runs in this process.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import tempfile
 import traceback
-from contextlib import contextmanager
 from functools import partial
 from multiprocessing.connection import wait
 
@@ -126,26 +124,6 @@ def in_two_rounds(prover: Prover, tasks: list, who: str = "") -> list[Obligation
                          f"{options.first_query_rlimit:,} Z3 units per query; the other {len(again)} "
                          f"again with {options.query_rlimit:,}")
     return [tasks[n]() if n in again else o for n, o in enumerate(first)]
-
-
-@contextmanager
-def collector_paused():
-    """Python's cyclic garbage collector off for the proof, on again after. Why: Z3 gives
-    a freed term's id to the next new term, and its effort on a non-linear query depends
-    on the ids (module docstring). The collector frees z3 term wrappers caught in
-    reference cycles at moments set by the count of Python allocations, so any change to
-    the Python code around the queries (one list more) moved an id, and re-rolled
-    answers: layernorm's proof asked the same 52 queries (same SMT-LIB text) and Z3's
-    effort parted at the 11th. Without the collector, terms are freed when their last
-    reference goes, at the same point of every run; the proof's cyclic garbage waits
-    (attention_cte_query_outer: 245 MB peak instead of 229 MB)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # The progress line that announces the second round (not a query: the CLI does not count it).

@@ -43,12 +43,13 @@ import time
 
 import attrs
 
+from semantics.collector import collector_paused
 from semantics.ir import Barrier, Op, Program, walk_stmts
 
 from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
 from verify.proof.int32 import RangeLimit, range_limit
-from verify.proof.jobs import SECOND_ROUND, WorkerLost, collector_paused, in_two_rounds, run_all, tasks  # noqa: F401 (SECOND_ROUND, in_two_rounds: public here too)
+from verify.proof.jobs import SECOND_ROUND, WorkerLost, in_two_rounds, run_all, tasks  # noqa: F401 (SECOND_ROUND, in_two_rounds: public here too)
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
     FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, budget_ran_out, divisors, domain_lower,
