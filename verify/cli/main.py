@@ -128,6 +128,7 @@ def _cmd_verify(args) -> int:
     bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
+    cli_prove.start_workers_early(args, program)
     sync_result = strategy(program)
     synced = sync_result.program
 

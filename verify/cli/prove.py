@@ -29,6 +29,17 @@ def add_arguments(p) -> None:
                    help="print one line per proof obligation on stderr (default: a progress line now and then)")
 
 
+def start_workers_early(args, program: Program) -> None:
+    """Start the proof's worker server now (verify/proof/jobs.py `start_workers`): it loads
+    its modules on another core while `verify` plans and checks, so the proof's workers
+    fork at once. Only when a proof may run on workers."""
+    if args.scope == "bounded" or args.proof_jobs <= 1 or not program.params or program.queues:
+        return
+    from verify.proof.jobs import start_workers
+
+    start_workers()
+
+
 def all_values(args, program: Program, result: CheckResult, progress, bounds=()):
     """(result to report, JSON for `all_values`, text lines). The result changes only
     when the proof finds a counterexample outside the bounds: then it is the explicit

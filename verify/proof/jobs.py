@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import tempfile
 import traceback
 from functools import partial
@@ -28,6 +29,7 @@ from multiprocessing.connection import wait
 import attrs
 import z3
 
+from semantics.collector import collector_paused
 from semantics.context import sites
 from semantics.ir import Program
 from semantics.symbolic import conflicting_pairs
@@ -137,31 +139,37 @@ def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> 
     terms were built); `WorkerLost` when a worker ends without an answer, and
     RuntimeError (with the worker's traceback) when it raised anything else."""
     jobs = min(options.jobs, len(todo))
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or options.start_method not in multiprocessing.get_all_start_methods():
         prover = Prover(program, options, deadline)
         return in_two_rounds(prover, bind(prover, todo))
-    context = multiprocessing.get_context("fork")
+    method = options.start_method
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if method != "fork" and main is not None and not os.path.isfile(main):
+        method = "fork"  # a forkserver child would run the main script again, and `python -` has none
+    context = start_workers(method)
     workers = []
     try:
         for k in range(jobs):
             receive, send = context.Pipe(duplex=False)
             # The worker's stderr: what Z3 prints when it aborts (out of memory) names the
             # cause in the proof's reason instead of reaching the user's terminal.
-            errors = tempfile.TemporaryFile()
+            handle, errors = tempfile.mkstemp(prefix="syncproof-proof-worker-", suffix=".txt")
+            os.close(handle)
             process = context.Process(target=_worker, daemon=True,
                                       args=(send, errors, program, attrs.evolve(options, progress=None), deadline,
                                             todo[k::jobs], k, jobs))
+            workers.append((receive, process, errors))
             process.start()
             send.close()  # the worker holds the only sending end: EOF when it dies
-            workers.append((receive, process, errors))
         answers = _collect(workers, options)
     finally:
         for receive, process, errors in workers:
             if process.is_alive():
                 process.terminate()
-            process.join()
+            if process.pid is not None:
+                process.join()
             receive.close()
-            errors.close()
+            os.unlink(errors)
     # A worker's failure is the failure its first task in task order met.
     failures = sorted((k + jobs * at, kind, value) for k, (kind, value, at) in enumerate(answers) if kind != "done")
     if failures:
@@ -179,6 +187,19 @@ def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> 
     return out
 
 
+def start_workers(method: str = "forkserver"):
+    """The multiprocessing context the workers start from; for `forkserver`, its server
+    process started now (idempotent) with the proof's modules loaded, so that `verify`
+    can start it before it plans and checks, and the proof's workers fork at once."""
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload(["verify.proof.jobs", "verify.proof.prove"])
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    return context
+
+
 def _collect(workers: list, options) -> list:
     """(kind, value, position of the failing task) per worker; progress lines are passed on
     as they come."""
@@ -192,8 +213,8 @@ def _collect(workers: list, options) -> list:
             except EOFError:  # the worker ended without an answer (killed, out of memory)
                 _, process, errors = workers[k]
                 process.join()
-                errors.seek(0)
-                said = " ".join(errors.read().decode(errors="replace").split())[-300:]
+                with open(errors, "rb") as printed:
+                    said = " ".join(printed.read().decode(errors="replace").split())[-300:]
                 message = ("lost", f"a proof worker process ended without an answer (exit code {process.exitcode})"
                            + (f": {said}" if said else ""), 0)
             if message[0] == "progress":
@@ -209,7 +230,8 @@ def _worker(send, errors, program: Program, options, deadline: Deadline, share: 
             jobs: int) -> None:
     """Run one share in its own Prover (its own Z3 context) and send back
     ("done", obligations, 0) or (failure kind, detail, position of the task)."""
-    os.dup2(errors.fileno(), 2)
+    with open(errors, "wb") as printed:
+        os.dup2(printed.fileno(), 2)
     if options.worker_memory_mb:
         # Z3's memory in this process only (a global setting, so never in the parent): one
         # query of matmul_fully_optimized grew a worker to 3-6 GB without reaching its
@@ -224,9 +246,10 @@ def _worker(send, errors, program: Program, options, deadline: Deadline, share: 
 
     try:
         options = attrs.evolve(options, progress=lambda line: send.send(("progress", line)))
-        prover = Prover(program, options, deadline, dump_prefix=f"prove-w{k}")
-        asks = [partial(task, n, ask) for n, ask in enumerate(bind(prover, share))]
-        send.send(("done", in_two_rounds(prover, asks, who=f"worker {k + 1} of {jobs}: "), 0))
+        with collector_paused():  # as in the calling process (a forkserver child has it on)
+            prover = Prover(program, options, deadline, dump_prefix=f"prove-w{k}")
+            asks = [partial(task, n, ask) for n, ask in enumerate(bind(prover, share))]
+            send.send(("done", in_two_rounds(prover, asks, who=f"worker {k + 1} of {jobs}: "), 0))
     except Unsupported as err:
         send.send(("unsupported", str(err), at[0]))
     except DeadlineReached:

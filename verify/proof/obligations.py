@@ -52,8 +52,15 @@ class ProofOptions:
     # Worker processes the obligations are shared among (verify/proof/jobs.py); 1: this
     # process. The answers are deterministic for a given value, not across values.
     jobs: int = 1
+    # How workers start (multiprocessing): "forkserver" forks them from a server process
+    # started fresh, so their answers do not depend on what the calling process did before
+    # (with "fork", ring_buffer's proof took 1.6 s or 6.6 s after three other proofs);
+    # "fork" copies the caller (the tests use it to inject faults into workers).
+    start_method: str = "forkserver"
     # Z3's memory limit in each worker process, in MB (None: none): a query that reaches it
-    # ends unknown (verify/proof/jobs.py). A query's own `max_memory` did not hold it.
+    # ends unknown (verify/proof/jobs.py). A query's own `max_memory` did not hold it. Z3
+    # counts the whole process: a forked worker (start_method "fork") counts the caller's
+    # Z3 memory too.
     worker_memory_mb: int | None = 2048
 
 
@@ -306,39 +313,58 @@ class Prover:
     def _witnessed_chains(self, y: Site, iy: dict, x: Site | None, jx: dict | None, engine: str, lx,
                           two_hops: bool) -> list:
         """Chains y <- z (one step) or y <- z1 <- z2 (two steps) whose instances are
-        candidate indices: quantifier-free, so non-linear counts stay manageable."""
+        candidate indices: quantifier-free, so non-linear counts stay manageable. (A term
+        that does not depend on a loop's candidate is built once, outside that loop.)"""
         out = []
         sites = list(self.terms.sites.values())
-        covering = [z for z in sites if any(w.engine == engine for w in z.op.waits) or z.op.engine == engine]
+        covering = [z for z in sites if self._may_cover(z, engine)]
         anchors = [(y, iy)] + ([(x, jx)] if x is not None else [])
+        waits_of_y: dict = {}  # y's threshold on an engine, per engine
         for z in ([] if two_hops else covering):
+            if not self._may_precede(z, y):
+                continue
             for kz in witnesses(self.terms, z, anchors, self.depth, self.options.max_witnesses):
-                before = self._before(z, kz, y, iy)
-                if before is None:
-                    break
+                before = self._before(z, kz, y, iy, waits_of_y)
                 out.append(z3.Not(z3.And(*self.domain(z, kz), before, self.either(*self._cover(z, kz, engine, lx)))))
         for z1 in (sites if two_hops else []):
-            if self._before(z1, self.terms.env(z1, "c"), y, iy) is None:
+            if not self._may_precede(z1, y):
                 continue
             for k1 in witnesses(self.terms, z1, [(y, iy)], self.depth, TWO_HOP_WITNESSES):
-                first = self._before(z1, k1, y, iy)
+                first = [*self.domain(z1, k1), self._before(z1, k1, y, iy, waits_of_y)]
+                waits_of_z1: dict = {}
                 for z2 in covering:
-                    if self._before(z2, self.terms.env(z2, "c"), z1, k1) is None:
+                    if not self._may_precede(z2, z1):
                         continue
                     for k2 in witnesses(self.terms, z2, [(z1, k1)] + anchors[1:], self.depth, TWO_HOP_WITNESSES):
                         if len(out) >= MAX_WITNESSED_CHAINS:
                             return out
-                        out.append(z3.Not(z3.And(*self.domain(z1, k1), first, *self.domain(z2, k2), self._before(z2, k2, z1, k1),
+                        out.append(z3.Not(z3.And(*first, *self.domain(z2, k2), self._before(z2, k2, z1, k1, waits_of_z1),
                                                  self.either(*self._cover(z2, k2, engine, lx)))))
         return out
 
-    def _before(self, z: Site, kz: dict, u: Site, iu: dict):
+    def _before(self, z: Site, kz: dict, u: Site, iu: dict, waits: dict | None = None):
         """z's instance has completed when u's may issue: in-order on one engine, or
-        u waits on z's engine past z. None when u has no such wait."""
+        u waits on z's engine past z. None when u has no such wait. `waits`: u's
+        thresholds at iu by engine, filled as they are built (one instance of u)."""
         if z.op.engine == u.op.engine:
             return self.precedes(z, kz, u, iu)
-        via = self.terms.threshold(u, z.op.engine, iu)
+        if waits is None:
+            via = self.terms.threshold(u, z.op.engine, iu)
+        else:
+            if z.op.engine not in waits:
+                waits[z.op.engine] = self.terms.threshold(u, z.op.engine, iu)
+            via = waits[z.op.engine]
         return None if via is None else via >= self.terms.local(z, z.op.engine, kz) + 1
+
+    @staticmethod
+    def _may_precede(z: Site, u: Site) -> bool:
+        """`_before(z, ..., u, ...)` is not None, told without building its terms."""
+        return z.op.engine == u.op.engine or any(w.engine == z.op.engine for w in u.op.waits)
+
+    @staticmethod
+    def _may_cover(z: Site, engine: str) -> bool:
+        """`_cover(z, ..., engine, ...)` is not empty, told without building its terms."""
+        return z.op.engine == engine or any(w.engine == engine for w in z.op.waits)
 
     def _cover(self, z: Site, kz: dict, engine: str, lx) -> list:
         """z's issue forces the instance of `engine` with local index lx complete."""
@@ -424,26 +450,27 @@ class Prover:
         out = []
         sources = [(x, jx) for x in t.sites.values() if x.op.engine != y.op.engine and conflicting_pairs(x.op, y.op)
                    for jx in last_candidates(t, x, y, iy, self.depth)]
+        need = threshold - 1
+        completed = []  # per source: its instance is a producer of y's that has completed
         for x, jx in sources:
             done = [*self.domain(x, jx), self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy)]
-            out.append(z3.Not(z3.And(*done, self.either(*self._cover(x, jx, engine, threshold - 1)))))
+            completed.append(done)
+            out.append(z3.Not(z3.And(*done, self.either(*self._cover(x, jx, engine, need)))))
         for z in t.sites.values():  # y's engine: in-order, its earlier instances have completed
             if z.op.engine != y.op.engine:
                 continue
             for kz in witnesses(t, z, [(y, iy)], self.depth, self.options.max_witnesses):
-                cover = self._cover(z, kz, engine, threshold - 1)
+                cover = self._cover(z, kz, engine, need)
                 if cover:
                     out.append(z3.Not(z3.And(*self.domain(z, kz), self.precedes(z, kz, y, iy), self.either(*cover))))
-        for x, jx in sources:  # one step back from a producer
+        for (x, jx), done in zip(sources, completed):  # one step back from a producer
+            waits_of_x: dict = {}
             for z in t.sites.values():
-                before = self._before(z, t.env(z, "c"), x, jx)
-                cover = self._cover(z, t.env(z, "c"), engine, threshold - 1)
-                if before is None or not cover:
+                if not (self._may_precede(z, x) and self._may_cover(z, engine)):
                     continue
                 for kz in witnesses(t, z, [(x, jx)], self.depth, TWO_HOP_WITNESSES):
-                    out.append(z3.Not(z3.And(*self.domain(x, jx), self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy),
-                                             *self.domain(z, kz), self._before(z, kz, x, jx),
-                                             self.either(*self._cover(z, kz, engine, threshold - 1)))))
+                    out.append(z3.Not(z3.And(*done, *self.domain(z, kz), self._before(z, kz, x, jx, waits_of_x),
+                                             self.either(*self._cover(z, kz, engine, need)))))
         return out
 
     def _run(self, obligation: Obligation, facts: list) -> Obligation:

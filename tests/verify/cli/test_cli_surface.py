@@ -105,7 +105,8 @@ def test_proof_timeout_reason_names_the_budget_whichever_check_sees_it_first(cap
     from verify.proof.obligations import Prover
 
     monkeypatch.setattr(Prover, "out_of_time", lambda self: True)
-    assert main(["verify", "--json", "--proof-timeout", "0.5", "--max-param", "2", WIDE]) == 0
+    # --proof-jobs 1: the proof in this process, where the patch is (workers start fresh)
+    assert main(["verify", "--json", "--proof-timeout", "0.5", "--max-param", "2", "--proof-jobs", "1", WIDE]) == 0
     proof = json.loads(capsys.readouterr().out)["all_values"]
     assert proof["status"] == "unknown" and "time budget of 0.5 s ran out" in proof["reason"]
 

@@ -98,7 +98,7 @@ def test_an_uncountable_term_in_a_worker_leaves_the_proof_unknown_with_its_reaso
 
     monkeypatch.setattr(jobs_module, "run", run)  # the forked workers inherit it
     for n in (1, 2):
-        proof = prove(program, ProofOptions(jobs=n))
+        proof = prove(program, ProofOptions(jobs=n, start_method="fork"))
         assert proof.status == UNKNOWN and proof.reason == "no closed-form counts: a made-up count", n
 
 
@@ -113,7 +113,7 @@ def test_a_worker_that_dies_leaves_the_proof_unknown_never_proved(monkeypatch):
         return real(prover, task, loops)
 
     monkeypatch.setattr(jobs_module, "run", run)
-    proof = prove(program, ProofOptions(jobs=2))
+    proof = prove(program, ProofOptions(jobs=2, start_method="fork"))
     assert proof.status == UNKNOWN
     assert "ended without an answer (exit code 9)" in proof.reason
 
@@ -130,7 +130,7 @@ def test_what_a_lost_worker_printed_is_in_the_reason(monkeypatch):
         return real(prover, task, loops)
 
     monkeypatch.setattr(jobs_module, "run", run)
-    proof = prove(program, ProofOptions(jobs=2))
+    proof = prove(program, ProofOptions(jobs=2, start_method="fork"))
     assert proof.status == UNKNOWN
     assert proof.reason.endswith("(exit code 134): terminate called after throwing an instance of "
                                  "'out_of_memory_error'")
@@ -146,9 +146,10 @@ def test_z3s_memory_limit_is_set_in_the_workers_only(monkeypatch):
     monkeypatch.setattr(jobs_module, "run", run)
     before = z3.get_param("memory_max_size")
     lines = []
-    assert prove(_program("pipeline_db"), ProofOptions(jobs=2, worker_memory_mb=777, progress=lines.append)).status \
+    assert prove(_program("pipeline_db"), ProofOptions(jobs=2, worker_memory_mb=20_000, progress=lines.append,
+                                                             start_method="fork")).status \
         == PROVED
-    assert {line for line in lines if line.startswith("limit ")} == {"limit 777"}
+    assert {line for line in lines if line.startswith("limit ")} == {"limit 20000"}
     assert z3.get_param("memory_max_size") == before
 
 
@@ -163,7 +164,21 @@ def test_an_error_in_a_worker_is_raised_with_its_traceback(monkeypatch):
 
     monkeypatch.setattr(jobs_module, "run", run)
     with pytest.raises(RuntimeError, match="ValueError: a bug in an obligation"):
-        prove(program, ProofOptions(jobs=2))
+        prove(program, ProofOptions(jobs=2, start_method="fork"))
+
+
+def test_forkserver_workers_do_not_inherit_the_callers_state(monkeypatch):
+    """The default start: workers fork from a server started fresh, not from the caller,
+    so nothing the caller did (here: a broken `run`) reaches them; forked ones see it."""
+    program = _program("pipeline_db")
+
+    def run(prover, task, loops):
+        raise ValueError("the caller's state")
+
+    monkeypatch.setattr(jobs_module, "run", run)
+    assert prove(program, ProofOptions(jobs=2)).status == PROVED
+    with pytest.raises(RuntimeError, match="the caller's state"):
+        prove(program, ProofOptions(jobs=2, start_method="fork"))
 
 
 def test_a_budget_that_ends_in_the_workers_is_unknown():

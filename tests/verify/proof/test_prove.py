@@ -269,7 +269,7 @@ class ProverSkippingCompletedBefore(prove_module.Prover):
     """Chains without the completed-before step: every instance counts as completed
     when y may issue, so any cover (x itself, on its own engine) 'proves' soundness."""
 
-    def _before(self, z, kz, u, iu):
+    def _before(self, z, kz, u, iu, waits=None):
         return z3.BoolVal(True, self.ctx)
 
 
