@@ -1,0 +1,156 @@
+"""The chains of "completed before" steps the all-values proof's obligations use
+(verify/proof/obligations.py `Prover` inherits them): an instance z completed before y
+may issue (in order on y's engine, or y waits on z's engine past z), and z's own waits
+(or z itself) cover an instance of another engine. Witnessed chains put candidate loop
+indices in for z (quantifier-free), quantified chains bind them with one `ForAll` per
+path; masked waits are covered by y's producers, y's earlier instances or one step
+before a producer.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from semantics.context import Site
+from semantics.symbolic import conflicting_pairs
+
+from verify.proof.terms import last_candidates, witnesses
+
+MAX_HOPS = 3  # instances in a chain of "completed before" steps
+MAX_PATHS = 400  # chains per hop count
+TWO_HOP_WITNESSES = 8  # candidate indices per instance of a witnessed two-step chain
+MAX_WITNESSED_CHAINS = 3_000
+
+
+class Chains:
+    """Facts about chains, built through the prover's terms (`self.terms`, `self.domain`,
+    `self.precedes`, `self.conflict`, `self.either`, `self.depth`, `self.options`)."""
+
+    def _witnessed_chains(self, y: Site, iy: dict, x: Site | None, jx: dict | None, engine: str, lx,
+                          two_hops: bool) -> list:
+        """Chains y <- z (one step) or y <- z1 <- z2 (two steps) whose instances are
+        candidate indices: quantifier-free, so non-linear counts stay manageable. (A term
+        that does not depend on a loop's candidate is built once, outside that loop.)"""
+        out = []
+        sites = list(self.terms.sites.values())
+        covering = [z for z in sites if self._may_cover(z, engine)]
+        anchors = [(y, iy)] + ([(x, jx)] if x is not None else [])
+        waits_of_y: dict = {}  # y's threshold on an engine, per engine
+        for z in ([] if two_hops else covering):
+            if not self._may_precede(z, y):
+                continue
+            for kz in witnesses(self.terms, z, anchors, self.depth, self.options.max_witnesses):
+                before = self._before(z, kz, y, iy, waits_of_y)
+                out.append(z3.Not(z3.And(*self.domain(z, kz), before, self.either(*self._cover(z, kz, engine, lx)))))
+        for z1 in (sites if two_hops else []):
+            if not self._may_precede(z1, y):
+                continue
+            for k1 in witnesses(self.terms, z1, [(y, iy)], self.depth, TWO_HOP_WITNESSES):
+                first = [*self.domain(z1, k1), self._before(z1, k1, y, iy, waits_of_y)]
+                waits_of_z1: dict = {}
+                for z2 in covering:
+                    if not self._may_precede(z2, z1):
+                        continue
+                    for k2 in witnesses(self.terms, z2, [(z1, k1)] + anchors[1:], self.depth, TWO_HOP_WITNESSES):
+                        if len(out) >= MAX_WITNESSED_CHAINS:
+                            return out
+                        out.append(z3.Not(z3.And(*first, *self.domain(z2, k2), self._before(z2, k2, z1, k1, waits_of_z1),
+                                                 self.either(*self._cover(z2, k2, engine, lx)))))
+        return out
+
+    def _before(self, z: Site, kz: dict, u: Site, iu: dict, waits: dict | None = None):
+        """z's instance has completed when u's may issue: in-order on one engine, or
+        u waits on z's engine past z. None when u has no such wait. `waits`: u's
+        thresholds at iu by engine, filled as they are built (one instance of u)."""
+        if z.op.engine == u.op.engine:
+            return self.precedes(z, kz, u, iu)
+        if waits is None:
+            via = self.terms.threshold(u, z.op.engine, iu)
+        else:
+            if z.op.engine not in waits:
+                waits[z.op.engine] = self.terms.threshold(u, z.op.engine, iu)
+            via = waits[z.op.engine]
+        return None if via is None else via >= self.terms.local(z, z.op.engine, kz) + 1
+
+    @staticmethod
+    def _may_precede(z: Site, u: Site) -> bool:
+        """`_before(z, ..., u, ...)` is not None, told without building its terms."""
+        return z.op.engine == u.op.engine or any(w.engine == z.op.engine for w in u.op.waits)
+
+    @staticmethod
+    def _may_cover(z: Site, engine: str) -> bool:
+        """`_cover(z, ..., engine, ...)` is not empty, told without building its terms."""
+        return z.op.engine == engine or any(w.engine == engine for w in z.op.waits)
+
+    def _cover(self, z: Site, kz: dict, engine: str, lx) -> list:
+        """z's issue forces the instance of `engine` with local index lx complete."""
+        out = []
+        tz = self.terms.threshold(z, engine, kz)
+        if tz is not None:
+            out.append(tz >= lx + 1)
+        if z.op.engine == engine:
+            out.append(self.terms.local(z, engine, kz) >= lx)
+        return out
+
+    def _chains(self, y: Site, iy: dict, engine: str, lx) -> list:
+        """For every path y <- z1 <- ... <- zh (h <= MAX_HOPS) of "completed before"
+        steps ending in a z that covers x: no instances make it so (one quantified
+        formula per path, over the loop indices of its z's)."""
+        out = []
+        paths = [((y, iy, None),)]
+        for hop in range(1, MAX_HOPS + 1):
+            grown = []
+            for path in paths:
+                u, iu, _ = path[-1]
+                for z in self.terms.sites.values():
+                    kz = self.terms.env(z, f"k{hop}")
+                    before = self._before(z, kz, u, iu)
+                    if before is None:
+                        continue
+                    grown.append(path + ((z, kz, before),))
+            paths = grown[:MAX_PATHS]
+            for path in paths:
+                z, kz, _ = path[-1]
+                cover = self._cover(z, kz, engine, lx)
+                if not cover:
+                    continue
+                facts, bound = [], []
+                for zi, ki, before in path[1:]:
+                    facts += self.domain(zi, ki) + [before]
+                    bound += [ki[loop.var] for loop in zi.loops]
+                body = z3.Not(z3.And(*facts, self.either(*cover)))
+                out.append(z3.ForAll(bound, body) if bound else body)
+        return out
+
+    def _masked(self, y: Site, iy: dict, wait, threshold) -> list:
+        """A wait that no producer on its engine needs may still never block: when y's
+        producers (any engine) and y's earlier instances on its own engine have
+        completed, their waits (or a candidate instance before them) already force
+        C[F] >= t. Negated facts, one per candidate."""
+        t = self.terms
+        engine = wait.engine
+        out = []
+        sources = [(x, jx) for x in t.sites.values() if x.op.engine != y.op.engine and conflicting_pairs(x.op, y.op)
+                   for jx in last_candidates(t, x, y, iy, self.depth)]
+        need = threshold - 1
+        completed = []  # per source: its instance is a producer of y's that has completed
+        for x, jx in sources:
+            done = [*self.domain(x, jx), self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy)]
+            completed.append(done)
+            out.append(z3.Not(z3.And(*done, self.either(*self._cover(x, jx, engine, need)))))
+        for z in t.sites.values():  # y's engine: in-order, its earlier instances have completed
+            if z.op.engine != y.op.engine:
+                continue
+            for kz in witnesses(t, z, [(y, iy)], self.depth, self.options.max_witnesses):
+                cover = self._cover(z, kz, engine, need)
+                if cover:
+                    out.append(z3.Not(z3.And(*self.domain(z, kz), self.precedes(z, kz, y, iy), self.either(*cover))))
+        for (x, jx), done in zip(sources, completed):  # one step back from a producer
+            waits_of_x: dict = {}
+            for z in t.sites.values():
+                if not (self._may_precede(z, x) and self._may_cover(z, engine)):
+                    continue
+                for kz in witnesses(t, z, [(x, jx)], self.depth, TWO_HOP_WITNESSES):
+                    out.append(z3.Not(z3.And(*done, *self.domain(z, kz), self._before(z, kz, x, jx, waits_of_x),
+                                             self.either(*self._cover(z, kz, engine, need)))))
+        return out
