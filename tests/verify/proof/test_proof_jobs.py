@@ -86,17 +86,25 @@ def test_progress_lines_of_every_worker_reach_the_caller():
         assert any(line.startswith(f"prove: {o.describe()}: ") for line in lines), o.describe()
 
 
-def test_an_uncountable_term_in_a_worker_leaves_the_proof_unknown_with_its_reason(monkeypatch):
-    program = _program("design_example")
-    victim = tasks(program, "bisimulation")[3]
+def _fault(monkeypatch, when, act) -> None:
+    """`act()` instead of the obligation of every task `when(task)` holds for, in this
+    process and in forked workers (they inherit the patch; forkserver ones do not)."""
     real = jobs_module.run
 
     def run(prover, task, loops):
-        if task == victim:
-            raise Unsupported("a made-up count")
-        return real(prover, task, loops)
+        return act() if when(task) else real(prover, task, loops)
 
-    monkeypatch.setattr(jobs_module, "run", run)  # the forked workers inherit it
+    monkeypatch.setattr(jobs_module, "run", run)
+
+
+def _raise(error: Exception):
+    raise error
+
+
+def test_an_uncountable_term_in_a_worker_leaves_the_proof_unknown_with_its_reason(monkeypatch):
+    program = _program("design_example")
+    victim = tasks(program, "bisimulation")[3]
+    _fault(monkeypatch, lambda task: task == victim, lambda: _raise(Unsupported("a made-up count")))
     for n in (1, 2):
         proof = prove(program, ProofOptions(jobs=n, start_method="fork"))
         assert proof.status == UNKNOWN and proof.reason == "no closed-form counts: a made-up count", n
@@ -105,14 +113,7 @@ def test_an_uncountable_term_in_a_worker_leaves_the_proof_unknown_with_its_reaso
 def test_a_worker_that_dies_leaves_the_proof_unknown_never_proved(monkeypatch):
     program = _program("design_example")
     victim = tasks(program, "bisimulation")[2]
-    real = jobs_module.run
-
-    def run(prover, task, loops):
-        if task == victim:
-            os._exit(9)  # as if killed: no answer, no exception
-        return real(prover, task, loops)
-
-    monkeypatch.setattr(jobs_module, "run", run)
+    _fault(monkeypatch, lambda task: task == victim, lambda: os._exit(9))  # as if killed: no answer
     proof = prove(program, ProofOptions(jobs=2, start_method="fork"))
     assert proof.status == UNKNOWN
     assert "ended without an answer (exit code 9)" in proof.reason
@@ -121,15 +122,12 @@ def test_a_worker_that_dies_leaves_the_proof_unknown_never_proved(monkeypatch):
 def test_what_a_lost_worker_printed_is_in_the_reason(monkeypatch):
     """Z3 aborting (out of memory) prints to stderr and ends the process: the proof says so."""
     program = _program("design_example")
-    real = jobs_module.run
 
-    def run(prover, task, loops):
-        if task.kind == "exact":
-            os.write(2, b"terminate called after throwing an instance of 'out_of_memory_error'\n")
-            os._exit(134)
-        return real(prover, task, loops)
+    def abort():
+        os.write(2, b"terminate called after throwing an instance of 'out_of_memory_error'\n")
+        os._exit(134)
 
-    monkeypatch.setattr(jobs_module, "run", run)
+    _fault(monkeypatch, lambda task: task.kind == "exact", abort)
     proof = prove(program, ProofOptions(jobs=2, start_method="fork"))
     assert proof.status == UNKNOWN
     assert proof.reason.endswith("(exit code 134): terminate called after throwing an instance of "
@@ -155,14 +153,7 @@ def test_z3s_memory_limit_is_set_in_the_workers_only(monkeypatch):
 
 def test_an_error_in_a_worker_is_raised_with_its_traceback(monkeypatch):
     program = _program("design_example")
-    real = jobs_module.run
-
-    def run(prover, task, loops):
-        if task.kind == "exact":
-            raise ValueError("a bug in an obligation")
-        return real(prover, task, loops)
-
-    monkeypatch.setattr(jobs_module, "run", run)
+    _fault(monkeypatch, lambda task: task.kind == "exact", lambda: _raise(ValueError("a bug in an obligation")))
     with pytest.raises(RuntimeError, match="ValueError: a bug in an obligation"):
         prove(program, ProofOptions(jobs=2, start_method="fork"))
 
