@@ -17,14 +17,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def positive_count(text: str) -> int:
-    """An argparse type: a whole number >= 1 (`--proof-jobs`)."""
+MAX_PROOF_JOBS = 64  # each worker holds its own terms (~200 MB for a large proof)
+
+
+def proof_jobs(text: str) -> int:
+    """An argparse type: a whole number in 1..MAX_PROOF_JOBS (`--proof-jobs`)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    if not 1 <= value <= MAX_PROOF_JOBS:
+        raise argparse.ArgumentTypeError(f"{text}: must be between 1 and {MAX_PROOF_JOBS}")
     return value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from semantics.ir import Program
 
-from verify.cli.args import positive_count, positive_seconds
+from verify.cli.args import positive_seconds, proof_jobs
 from verify.verdicts import CheckResult, ProofStatus
 
 # The proof loads z3 and sympy: imported where it runs, so that `check` and `sync` start
@@ -22,8 +22,8 @@ def add_arguments(p) -> None:
                         "parameter value (JSON scope 'all' when proved); bounded: skip that proof")
     p.add_argument("--proof-timeout", type=positive_seconds, default=DEFAULT_PROOF_TIMEOUT, metavar="SECONDS",
                    help="time limit of the all-values proof, > 0 (default %(default)s)")
-    p.add_argument("--proof-jobs", type=positive_count, default=DEFAULT_PROOF_JOBS, metavar="N",
-                   help="processes the all-values proof's obligations are shared among, >= 1 (default "
+    p.add_argument("--proof-jobs", type=proof_jobs, default=DEFAULT_PROOF_JOBS, metavar="N",
+                   help="processes the all-values proof's obligations are shared among, 1..64 (default "
                         "%(default)s; the same N gives the same answers on any machine)")
     p.add_argument("--verbose", action="store_true",
                    help="print one line per proof obligation on stderr (default: a progress line now and then)")
