@@ -30,12 +30,12 @@ def add_arguments(p) -> None:
 
 
 def start_workers_early(args, program: Program) -> None:
-    """Start the proof's worker server now (verify/proof/jobs.py `start_workers`): it loads
+    """Start the proof's worker server now (verify/proof/server.py): it loads
     its modules on another core while `verify` plans and checks, so the proof's workers
     fork at once. Only when a proof may run on workers."""
     if args.scope == "bounded" or args.proof_jobs <= 1 or not program.params or program.queues:
         return
-    from verify.proof.jobs import start_workers
+    from verify.proof.server import start_workers  # without z3 and sympy: the server loads them
 
     start_workers()
 

@@ -39,6 +39,7 @@ from semantics.symbolic import conflicting_pairs
 
 from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
+from verify.proof.server import start_workers
 from verify.proof.obligations import (
     PROVED, Obligation, Prover, bound_divisors, divisors, loop_sites,
 )
@@ -188,19 +189,6 @@ def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> 
     for k, (_, share, _) in enumerate(answers):
         out[k::jobs] = share
     return out
-
-
-def start_workers(method: str = "forkserver"):
-    """The multiprocessing context the workers start from; for `forkserver`, its server
-    process started now (idempotent) with the proof's modules loaded, so that `verify`
-    can start it before it plans and checks, and the proof's workers fork at once."""
-    context = multiprocessing.get_context(method)
-    if method == "forkserver":
-        context.set_forkserver_preload(["verify.proof.jobs", "verify.proof.prove"])
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
-    return context
 
 
 def _collect(workers: list, options) -> list:
