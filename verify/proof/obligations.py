@@ -256,10 +256,16 @@ class Prover(Chains):
         # so linear), it is enough that those w have completed: F completes in order,
         # and a later instance of one op never has a smaller local index. This keeps
         # the non-linear counts (products of trip counts) away from the quantified j.
-        lasts = last_candidates(t, x, y, iy, self.depth)
-        producer = [z3.And(*self.domain(x, w), self.precedes(x, w, y, iy), self.conflict(x.op, w, y.op, iy)) for w in lasts]
-        covered = [z3.Not(z3.And(p, lex_le(x, jx, w, self.ctx))) for p, w in zip(producer, lasts)]
-        if self.query(dep + covered, "last")[0] == PROVED:
+        # The narrow candidates (index-equation solutions only, where there are any)
+        # first: when they cover every producer, each needs its own query below.
+        full = last_candidates(t, x, y, iy, self.depth)
+        narrow = last_candidates(t, x, y, iy, self.depth, narrow=True)
+        for lasts in ([narrow, full] if len(narrow) < len(full) else [full]):
+            producer = [z3.And(*self.domain(x, w), self.precedes(x, w, y, iy), self.conflict(x.op, w, y.op, iy))
+                        for w in lasts]
+            covered = [z3.Not(z3.And(p, lex_le(x, jx, w, self.ctx))) for p, w in zip(producer, lasts)]
+            if self.query(dep + covered, "last")[0] != PROVED:
+                continue
             late = [z3.And(p, z3.Not(own >= t.local(x, engine, w) + 1) if own is not None else z3.BoolVal(True, self.ctx))
                     for p, w in zip(producer, lasts)]
             first = self._run(name, self.domain(y, iy) + [self.either(*late)])
@@ -268,6 +274,7 @@ class Prover(Chains):
             if all(self._completed(name, y, iy, x, w, [p], engine).status == PROVED
                    for p, w in zip(producer, lasts)):  # each candidate that is a producer, by a chain
                 return attrs.evolve(first, status=PROVED, model=None, reason=None)
+            break  # the full candidates include the narrow ones (within their limit): no better
         # Stage 2: every producer j, with its own local index: y's waits, then chains.
         return self._completed(name, y, iy, x, jx, dep[len(self.domain(y, iy)):], engine)
 
@@ -328,6 +335,14 @@ class Prover(Chains):
                           t.local(x, wait.engine, jx) + 1 >= threshold)
 
         name = Obligation(ObligationKind.EXACT, y.op.name, wait.engine)
+        # The narrow last-producer candidates alone first: a small query, and usually
+        # the one the threshold names (matmul_fully_optimized's `ld_rhs`: 20 s of term
+        # building for the full candidates).
+        narrow = [z3.Not(supplies(x, jx)) for x in producers
+                  for jx in last_candidates(t, x, y, iy, self.depth, narrow=True)]
+        first = self._run(name, facts + narrow)
+        if first.status == PROVED:
+            return first
         witnessed = [z3.Not(supplies(x, jx)) for x in producers
                      for jx in last_candidates(t, x, y, iy, self.depth)
                      + witnesses(t, x, [(y, iy)], self.depth, self.options.max_witnesses)]
