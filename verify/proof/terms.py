@@ -13,7 +13,9 @@ from __future__ import annotations
 import z3
 
 from semantics.context import Site, common_depth, sites
-from semantics.ir import BinOp, Const, For, If, Iters, Op, Program, Range, Var, index_exprs, walk_expr, walk_stmts
+from semantics.ir import (
+    And, BinOp, Compare, Const, For, If, Iters, Op, Program, Range, Var, index_exprs, walk_expr, walk_stmts,
+)
 from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
@@ -180,6 +182,9 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
         if tight and loop.var in shared:
             options += [(iy[loop.var] - d, d == 0) for d in range(depth + 1)]
             options += [(iy[loop.var] - to_z3(m, terms.params, ctx=terms.ctx), False) for m in terms.moduli]
+            for bound in guard_bounds(terms, x, loop.var, env):  # the last earlier iteration x runs in
+                latest = z3.If(bound < iy[loop.var], bound, iy[loop.var] - 1)
+                options += [(latest - d, False) for d in range(depth + 1)]
         else:
             options += [(to_z3(loop.hi, env, ctx=terms.ctx) - 1 - d, False) for d in range(depth)]
             options.append((to_z3(loop.lo, env, ctx=terms.ctx), False))
@@ -189,6 +194,94 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
 
     grow(loop_steps(x), dict(terms.params), True)
     return out
+
+
+def guard_bounds(terms: Terms, site: Site, var: str, env: dict) -> list:
+    """Upper bounds on the site's loop `var` from its guards: a guard `a * v - c * var +
+    r >= 0` taken (a, c positive constants, v an inner loop of the site, r free of inner
+    loops) holds for some v only if var <= (a * (hi_v - 1) + r) // c. Terms over `env`
+    (the values of the loops outside `var`). Flash attention's causal guard `i >= 16 * j`
+    bounds the K/V tiles j that run any query tile: j <= (QT - 1) // 16."""
+    loops = [loop.var for loop in site.loops]
+    if var not in loops:
+        return []
+    inner = loops[loops.index(var) + 1:]
+    his = {loop.var: loop.hi for loop in site.loops}
+    probe = {**env, **{v: z3.Int(f"{v}@g", terms.ctx) for v in [var] + inner}}
+    out = []
+    for cond in _taken_comparisons(site):
+        diff = _nonneg_form(cond, probe, terms.ctx)
+        if diff is None:
+            continue
+        coefficient = _coefficient(diff, probe, var)
+        if coefficient is None or coefficient >= 0:
+            continue
+        for v in inner:
+            a = _coefficient(diff, probe, v)
+            rest = z3.substitute(diff, (probe[var], z3.IntVal(0, terms.ctx)), (probe[v], z3.IntVal(0, terms.ctx)))
+            hi = to_z3(his[v], probe, ctx=terms.ctx)
+            if not a or a < 0 or any(_mentions(t, probe[u]) for t in (rest, hi) for u in inner):
+                continue
+            out.append((a * (hi - 1) + rest) / -coefficient)
+    return out
+
+
+def _taken_comparisons(site: Site) -> list:
+    """The comparisons a site's guards require (conjuncts of taken `then` branches)."""
+    found = []
+
+    def conjuncts(cond):
+        match cond:
+            case And(left=left, right=right):
+                conjuncts(left)
+                conjuncts(right)
+            case Compare(op=op) if op in (">=", ">", "<=", "<"):
+                found.append(cond)
+            case _:
+                pass
+
+    for guard, branch in site.guards:
+        if branch:
+            conjuncts(guard.cond)
+    return found
+
+
+def _nonneg_form(cond, env: dict, ctx: z3.Context):
+    """d with `cond` equivalent to d >= 0 (integers)."""
+    left, right = to_z3(cond.left, env, ctx=ctx), to_z3(cond.right, env, ctx=ctx)
+    match cond.op:
+        case ">=":
+            return left - right
+        case ">":
+            return left - right - 1
+        case "<=":
+            return right - left
+        case "<":
+            return right - left - 1
+    return None
+
+
+def _coefficient(term, env: dict, var: str) -> int | None:
+    """The constant coefficient of `var` in `term`, or None when `term` is not linear in it."""
+    v = env[var]
+    ctx = v.ctx
+    at = [z3.simplify(z3.substitute(term, (v, z3.IntVal(k, ctx)))) for k in (0, 1, 2)]
+    steps = [z3.simplify(at[1] - at[0]), z3.simplify(at[2] - at[1])]
+    if not all(z3.is_int_value(s) for s in steps) or steps[0].as_long() != steps[1].as_long():
+        return None
+    if _mentions(z3.simplify(term - steps[0] * v), v):  # a product with another variable
+        return None
+    return steps[0].as_long()
+
+
+def _mentions(term, const) -> bool:
+    todo = [term]
+    while todo:
+        t = todo.pop()
+        if t.eq(const):
+            return True
+        todo.extend(t.children() if z3.is_app(t) else [])
+    return False
 
 
 def free_loops(site: Site, other: Site) -> set[str]:
@@ -214,6 +307,15 @@ def lex_le(site: Site, a: dict, b: dict, ctx: z3.Context):
         v = loop.var
         out = z3.Or(a[v] < b[v], z3.And(a[v] == b[v], out))
     return out
+
+
+def access_depth(program: Program) -> int:
+    """`depth` from the accesses' indices alone (a threshold's `(QT - 1) // 16` is not a
+    buffer rotation): the narrow candidates' depth."""
+    moduli = [n.right.value for op in walk_stmts(program.body) if isinstance(op, Op)
+              for a in op.reads + op.writes for i in a.indices for e in index_exprs(i) for n in walk_expr(e)
+              if isinstance(n, BinOp) and n.op in ("%", "//") and isinstance(n.right, Const)]
+    return max([2] + moduli)
 
 
 def depth(program: Program) -> int:

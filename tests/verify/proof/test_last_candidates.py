@@ -16,7 +16,7 @@ from semantics.parser import parse, parse_file
 from verify.proof import obligations as obligations_module
 from verify.proof.obligations import ProofOptions, Prover
 from verify.proof.prove import prove
-from verify.proof.terms import free_loops, last_candidates
+from verify.proof.terms import free_loops, guard_bounds, last_candidates
 
 from tests.support.corpus import ROOT
 
@@ -124,3 +124,46 @@ def test_matmul_fully_optimized_threshold_output_is_proved_for_every_parameter_v
     program = get_strategy("threshold")(parse_file(SUITE / f"{name}.sync")).program
     proof = prove(program, ProofOptions(jobs=2, timeout=300))
     assert proof.status == "proved", proof.reason
+
+
+GUARDED = """
+kernel guarded
+engines A B
+param N = 4, Q = 8
+for j in 0..N {
+  for i in 0..Q {
+    if i >= 3 * j + 1 and 2 * i + 1 > j {
+      A w writes a[j % 2]
+    }
+  }
+}
+B r reads a[0]
+"""
+
+
+@pytest.mark.parametrize("text, op", [(GUARDED, "w")], ids=["two-guards"])
+def test_guard_bounds_hold_exactly_where_some_inner_iteration_passes_the_guard(text, op):
+    # Brute force: the largest j for which some i in 0..Q passes every guard.
+    program = parse(text)
+    prover = _prover(program)
+    site = prover.terms.sites[op]
+    bounds = guard_bounds(prover.terms, site, "j", dict(prover.terms.params))
+    assert bounds, "the causal-style guard gives a bound"
+    for q in range(0, 12):
+        runs = [j for j in range(0, 12) for i in range(q) if i >= 3 * j + 1 and 2 * i + 1 > j]
+        at = {prover.terms.params["Q"]: z3.IntVal(q, prover.ctx), prover.terms.params["N"]: z3.IntVal(12, prover.ctx)}
+        values = [z3.simplify(z3.substitute(b, *at.items())).as_long() for b in bounds]
+        # every bound holds for every j that runs, and the tightest one is reached
+        assert all(j <= v for j in runs for v in values), (q, values)
+        if runs:
+            assert min(values) == max(runs), (q, values, runs)
+
+
+def test_flash_causal_guard_bounds_the_kv_tiles_that_run_a_query_tile():
+    program = get_strategy("threshold")(parse_file(SUITE / "flash_attention_causal.sync")).program
+    prover = _prover(program)
+    t = prover.terms
+    (bound,) = guard_bounds(t, t.sites["qk"], "j", dict(t.params))
+    for qt in (0, 1, 15, 16, 17, 33, 100):
+        value = z3.simplify(z3.substitute(bound, (t.params["QT"], z3.IntVal(qt, prover.ctx)))).as_long()
+        assert value == max([j for j in range(0, 20) if any(i >= 16 * j for i in range(qt))], default=-1)
