@@ -27,10 +27,11 @@ class Chains:
     `self.precedes`, `self.conflict`, `self.either`, `self.depth`, `self.options`)."""
 
     def _witnessed_chains(self, y: Site, iy: dict, x: Site | None, jx: dict | None, engine: str, lx,
-                          two_hops: bool) -> list:
+                          two_hops: bool, narrow: bool = False) -> list:
         """Chains y <- z (one step) or y <- z1 <- z2 (two steps) whose instances are
         candidate indices: quantifier-free, so non-linear counts stay manageable. (A term
-        that does not depend on a loop's candidate is built once, outside that loop.)"""
+        that does not depend on a loop's candidate is built once, outside that loop.)
+        `narrow`: one step, through the narrow witnesses only (a small query, tried first)."""
         out = []
         sites = list(self.terms.sites.values())
         covering = [z for z in sites if self._may_cover(z, engine)]
@@ -39,7 +40,7 @@ class Chains:
         for z in ([] if two_hops else covering):
             if not self._may_precede(z, y):
                 continue
-            for kz in witnesses(self.terms, z, anchors, self.depth, self.options.max_witnesses):
+            for kz in witnesses(self.terms, z, anchors, self.depth, self.options.max_witnesses, narrow=narrow):
                 before = self._before(z, kz, y, iy, waits_of_y)
                 out.append(z3.Not(z3.And(*self.domain(z, kz), before, self.either(*self._cover(z, kz, engine, lx)))))
         for z1 in (sites if two_hops else []):

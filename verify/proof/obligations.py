@@ -292,7 +292,8 @@ class Prover(Chains):
             return first
         # Chains: one step with candidate indices (quantifier-free), up to MAX_HOPS
         # steps over all indices (quantified), two steps with candidate indices.
-        stages = [lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False),
+        stages = [lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False, narrow=True),
+                  lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False),
                   lambda: self._chains(y, iy, engine, lx),
                   lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=True)]
         return self._stages(name, base, first, stages)

@@ -107,11 +107,15 @@ def index_solutions(target: Site, other: Site, other_env: dict, ctx: z3.Context)
     return out
 
 
-def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], depth: int, limit: int) -> list[dict]:
+def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], depth: int, limit: int,
+              narrow: bool = False) -> list[dict]:
     """Candidate loop-index assignments for an instance of `target`: for each of its
     loops, the anchors' own iteration and up to `depth` before it (shared loops), the
     solutions of index equations with the anchors' accesses, and the loop's first and
-    last iterations."""
+    last iterations. `narrow`: a loop shared with an anchor takes the anchors' own
+    iterations only, another one the solutions only, where there are any (the instance
+    a chain goes through is usually named by its accesses: matmul_fully_optimized's
+    `pack` between `accum` and `zero`, 2 candidates instead of 48)."""
     solutions: dict[str, list] = {}
     for site, env in anchors:
         for v, values in index_solutions(target, site, env, terms.ctx).items():
@@ -125,10 +129,14 @@ def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], dept
             options = []
             for site, anchor_env in anchors:
                 if loop.var in shared_loops(target, site):
-                    options += [anchor_env[loop.var] - d for d in range(depth + 1)]
-                    options += [anchor_env[loop.var] - to_z3(m, terms.params, ctx=terms.ctx) for m in terms.moduli]
-            options += solutions.get(loop.var, [])
-            options += [to_z3(loop.lo, env, ctx=terms.ctx), to_z3(loop.hi, env, ctx=terms.ctx) - 1]
+                    options += [anchor_env[loop.var] - d for d in range(1 if narrow else depth + 1)]
+                    if not narrow:
+                        options += [anchor_env[loop.var] - to_z3(m, terms.params, ctx=terms.ctx)
+                                    for m in terms.moduli]
+            if not (narrow and options):
+                options += solutions.get(loop.var, [])
+            if not (narrow and options):
+                options += [to_z3(loop.lo, env, ctx=terms.ctx), to_z3(loop.hi, env, ctx=terms.ctx) - 1]
             grown += [{**env, loop.var: o} for o, _ in _distinct((o, None) for o in options)]
         combos = grown[:limit]
     return combos
