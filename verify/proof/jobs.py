@@ -136,6 +136,68 @@ def in_two_rounds(prover: Prover, tasks: list, who: str = "") -> list[Obligation
 SECOND_ROUND = "prove: second round: "
 
 
+def _context(options):
+    """The multiprocessing context the workers start from, or None to stay in this process."""
+    if options.jobs <= 1 or options.start_method not in multiprocessing.get_all_start_methods():
+        return None
+    method = options.start_method
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if method != "fork" and main is not None and not os.path.isfile(main):
+        method = "fork"  # a forkserver child would run the main script again, and `python -` has none
+    return start_workers(method)
+
+
+def _start(context, target, *args):
+    """A worker process running target(send, errors, *args): (receiving end, process, the
+    file that takes its stderr)."""
+    receive, send = context.Pipe(duplex=False)
+    # The worker's stderr: what Z3 prints when it aborts (out of memory) names the
+    # cause in the proof's reason instead of reaching the user's terminal.
+    handle, errors = tempfile.mkstemp(prefix="syncproof-proof-worker-", suffix=".txt")
+    os.close(handle)
+    process = context.Process(target=target, daemon=True, args=(send, errors, *args))
+    process.start()
+    send.close()  # the worker holds the only sending end: EOF when it dies
+    return receive, process, errors
+
+
+def _end(workers: list) -> None:
+    for receive, process, errors in workers:
+        if process.is_alive():
+            process.terminate()
+        if process.pid is not None:
+            process.join()
+        receive.close()
+        os.unlink(errors)
+
+
+def range_in_worker(program: Program, options, deadline: Deadline, compute):
+    """`compute(prover)` (the 32-bit range statement, verify/proof/int32.py) in a worker
+    started like the proof's, when the proof runs on workers; else in this process.
+    Why: in the `verify` process its answers depended on what the process did before
+    (matmul_fully_optimized: 11 s in a fresh process, 35 s after the bounded check and the
+    proof, where the budget ran out). Raises what `compute` raises, as `run_all` does."""
+    context = _context(options)
+    if context is None:
+        return compute(Prover(program, options, deadline))
+    workers = [_start(context, _range_worker, program, attrs.evolve(options, progress=None), deadline, compute)]
+    try:
+        (kind, value, _), = _collect(workers, options)
+    finally:
+        _end(workers)
+    return _raise_failure(kind, value) if kind != "done" else value
+
+
+def _raise_failure(kind: str, value):
+    if kind == "unsupported":
+        raise Unsupported(value)
+    if kind == "deadline":
+        raise DeadlineReached()
+    if kind == "lost":
+        raise WorkerLost(value)
+    raise RuntimeError(f"an all-values proof worker failed:\n{value}")
+
+
 def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> list[Obligation]:
     """Every task's obligation, in task order: in this process, or on `options.jobs`
     worker processes (module docstring). Raises what the sequential proof raises:
@@ -143,48 +205,23 @@ def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> 
     terms were built); `WorkerLost` when a worker ends without an answer, and
     RuntimeError (with the worker's traceback) when it raised anything else."""
     jobs = min(options.jobs, len(todo))
-    if jobs <= 1 or options.start_method not in multiprocessing.get_all_start_methods():
+    context = _context(attrs.evolve(options, jobs=jobs))
+    if context is None:
         prover = Prover(program, options, deadline)
         return in_two_rounds(prover, bind(prover, todo))
-    method = options.start_method
-    main = getattr(sys.modules.get("__main__"), "__file__", None)
-    if method != "fork" and main is not None and not os.path.isfile(main):
-        method = "fork"  # a forkserver child would run the main script again, and `python -` has none
-    context = start_workers(method)
     workers = []
     try:
         for k in range(jobs):
-            receive, send = context.Pipe(duplex=False)
-            # The worker's stderr: what Z3 prints when it aborts (out of memory) names the
-            # cause in the proof's reason instead of reaching the user's terminal.
-            handle, errors = tempfile.mkstemp(prefix="syncproof-proof-worker-", suffix=".txt")
-            os.close(handle)
-            process = context.Process(target=_worker, daemon=True,
-                                      args=(send, errors, program, attrs.evolve(options, progress=None), deadline,
-                                            todo[k::jobs], k, jobs))
-            workers.append((receive, process, errors))
-            process.start()
-            send.close()  # the worker holds the only sending end: EOF when it dies
+            workers.append(_start(context, _worker, program, attrs.evolve(options, progress=None), deadline,
+                                  todo[k::jobs], k, jobs))
         answers = _collect(workers, options)
     finally:
-        for receive, process, errors in workers:
-            if process.is_alive():
-                process.terminate()
-            if process.pid is not None:
-                process.join()
-            receive.close()
-            os.unlink(errors)
+        _end(workers)
     # A worker's failure is the failure its first task in task order met.
     failures = sorted((k + jobs * at, kind, value) for k, (kind, value, at) in enumerate(answers) if kind != "done")
     if failures:
         _, kind, value = failures[0]
-        if kind == "unsupported":
-            raise Unsupported(value)
-        if kind == "deadline":
-            raise DeadlineReached()
-        if kind == "lost":
-            raise WorkerLost(value)
-        raise RuntimeError(f"an all-values proof worker failed:\n{value}")
+        _raise_failure(kind, value)
     out: list[Obligation | None] = [None] * len(todo)
     for k, (_, share, _) in enumerate(answers):
         out[k::jobs] = share
@@ -217,10 +254,25 @@ def _collect(workers: list, options) -> list:
     return answers
 
 
-def _worker(send, errors, program: Program, options, deadline: Deadline, share: list[Task], k: int,
-            jobs: int) -> None:
-    """Run one share in its own Prover (its own Z3 context) and send back
-    ("done", obligations, 0) or (failure kind, detail, position of the task)."""
+def _range_worker(send, errors, program: Program, options, deadline: Deadline, compute) -> None:
+    """`range_in_worker`'s process: ("done", compute(prover), 0) or a failure, as `_worker`."""
+    _setup(errors, options)
+    try:
+        with collector_paused():
+            send.send(("done", compute(Prover(program, options, deadline)), 0))
+    except Unsupported as err:
+        send.send(("unsupported", str(err), 0))
+    except DeadlineReached:
+        send.send(("deadline", None, 0))
+    except BaseException:  # noqa: BLE001 - reported by the parent, which raises it
+        send.send(("crash", traceback.format_exc(), 0))
+    finally:
+        send.close()
+        os._exit(0)
+
+
+def _setup(errors: str, options) -> None:
+    """A worker's stderr to its file; Z3's memory limit in this process."""
     with open(errors, "wb") as printed:
         os.dup2(printed.fileno(), 2)
     if options.worker_memory_mb:
@@ -229,6 +281,13 @@ def _worker(send, errors, program: Program, options, deadline: Deadline, share: 
         # resource limit. With 1,000 MB it ended unknown at the limit (worker peak 1.1 GB)
         # and the proof went on; should Z3 abort instead, the worker is lost: unknown.
         z3.set_param("memory_max_size", options.worker_memory_mb)
+
+
+def _worker(send, errors, program: Program, options, deadline: Deadline, share: list[Task], k: int,
+            jobs: int) -> None:
+    """Run one share in its own Prover (its own Z3 context) and send back
+    ("done", obligations, 0) or (failure kind, detail, position of the task)."""
+    _setup(errors, options)
     at = [0]
 
     def task(n: int, ask) -> Obligation:

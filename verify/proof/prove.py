@@ -40,6 +40,7 @@ as does any query Z3 answers unknown or that runs out of time. Unknown is never 
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import attrs
 
@@ -49,7 +50,9 @@ from semantics.ir import Barrier, Op, Program, walk_stmts
 from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
 from verify.proof.int32 import RangeLimit, range_limit
-from verify.proof.jobs import SECOND_ROUND, WorkerLost, in_two_rounds, run_all, tasks  # noqa: F401 (SECOND_ROUND, in_two_rounds: public here too)
+from verify.proof.jobs import (  # noqa: F401 (SECOND_ROUND, in_two_rounds: public here too)
+    SECOND_ROUND, WorkerLost, in_two_rounds, range_in_worker, run_all, tasks,
+)
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
     FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, budget_ran_out, divisors, domain_lower,
@@ -115,14 +118,17 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
 
 
 def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadline) -> RangeLimit:
-    """verify/proof/int32.py within what is left of the proof's budget."""
+    """verify/proof/int32.py within what is left of the proof's budget, in a worker when
+    the proof ran on workers (`range_in_worker`)."""
     out_of_time = RangeLimit("unknown", reason="the proof's time budget ran out")
     if deadline.passed():
         return out_of_time
     try:
-        return range_limit(Prover(program, options, deadline), lower)
+        return range_in_worker(program, options, deadline, partial(range_limit, lower=lower))
     except DeadlineReached:
         return out_of_time
+    except WorkerLost as err:
+        return RangeLimit("unknown", reason=str(err))
     except Unsupported as err:
         # The range statement counts every op's instances; the obligations may not have
         # needed the count of an op that has no waits and no dependence (a crash before

@@ -92,3 +92,28 @@ def test_the_stated_limit_is_where_the_counter_count_crosses_2_31(text, expected
     for n in range(4):
         unrolled = unroll(program, {"N": n})
         assert sum(1 for i in unrolled.instances if i.engine == 0) == per_iteration * n
+
+
+@pytest.mark.parametrize("text", [ONE], ids=["one"])
+def test_the_statement_from_a_worker_is_the_one_from_this_process(text):
+    """With workers (jobs > 1) the statement is computed in one, started like theirs, so
+    that it does not depend on what the calling process did before; same answer."""
+    program = parse(text)
+    here = prove(program, ProofOptions()).int32
+    for method in ("forkserver", "fork"):
+        assert prove(program, ProofOptions(jobs=2, start_method=method)).int32 == here, method
+
+
+def test_a_lost_statement_worker_leaves_the_statement_unknown_and_the_proof_proved(monkeypatch):
+    import os
+
+    from verify.proof import prove as prove_module
+
+    def die(prover, lower):
+        os._exit(7)
+
+    monkeypatch.setattr(prove_module, "range_limit", die)
+    proof = prove(parse(ONE), ProofOptions(jobs=2, start_method="fork"))
+    assert proof.status == ProofStatus.PROVED
+    assert proof.int32.status == "unknown"
+    assert "ended without an answer (exit code 7)" in proof.int32.reason

@@ -16,7 +16,7 @@ from semantics.parser import parse, parse_file
 from verify.proof import obligations as obligations_module
 from verify.proof.obligations import ProofOptions, Prover
 from verify.proof.prove import prove
-from verify.proof.terms import free_loops, guard_bounds, last_candidates
+from verify.proof.terms import free_loops, guard_bounds, last_candidates, witnesses
 
 from tests.support.corpus import ROOT
 
@@ -167,3 +167,20 @@ def test_flash_causal_guard_bounds_the_kv_tiles_that_run_a_query_tile():
     for qt in (0, 1, 15, 16, 17, 33, 100):
         value = z3.simplify(z3.substitute(bound, (t.params["QT"], z3.IntVal(qt, prover.ctx)))).as_long()
         assert value == max([j for j in range(0, 20) if any(i >= 16 * j for i in range(qt))], default=-1)
+
+
+def test_narrow_witnesses_take_the_anchors_own_iterations_and_index_solutions():
+    # zero(n) <- pack <- accum: the chain goes through pack at zero's own (m0, bm0, bn0)
+    program = get_strategy("threshold")(parse_file(SUITE / "matmul_fully_optimized.sync")).program
+    prover = _prover(program)
+    t = prover.terms
+    y, x, z = t.sites["zero"], t.sites["accum"], t.sites["pack"]
+    iy = t.env(y, "y")
+    (w, *_) = [w for w in last_candidates(t, x, y, iy, prover.narrow_depth, narrow=True)
+               if str(z3.simplify(w["n"])) == "-1 + n@y"]
+    anchors = [(y, iy), (x, w)]
+    full = witnesses(t, z, anchors, prover.depth, prover.options.max_witnesses)
+    narrow = witnesses(t, z, anchors, prover.depth, prover.options.max_witnesses, narrow=True)
+    assert len(full) == prover.options.max_witnesses  # the limit
+    assert [_show(prover, k) for k in narrow] == [
+        {"n": n, "m2": "m0@y", "bm2": "bm0@y", "bn2": "bn0@y"} for n in ("n@y", "-1 + n@y")]
