@@ -12,7 +12,7 @@ import pytest
 from semantics.machines import counter_range_violation
 from semantics.parser import parse
 from semantics.sequential import unroll
-from verify.proof.int32 import ALL, UP_TO
+from verify.proof.int32 import ALL, AT_LEAST, UP_TO
 from verify.proof.prove import ProofOptions, prove
 from verify.verdicts import ProofStatus
 
@@ -117,3 +117,34 @@ def test_a_lost_statement_worker_leaves_the_statement_unknown_and_the_proof_prov
     assert proof.status == ProofStatus.PROVED
     assert proof.int32.status == "unknown"
     assert "ended without an answer (exit code 7)" in proof.int32.reason
+
+
+def _undecided_int32(monkeypatch, when):
+    """Range queries answer unknown where `when(prover, cap)` holds (cap: the query's
+    largest parameter value)."""
+    from verify.proof import obligations as obligations_module
+
+    real = obligations_module.Prover.query
+
+    def query(self, facts, name):
+        if name.startswith("int32-") and when(self, int(name.split("-", 1)[1])):
+            return ProofStatus.UNKNOWN, "made undecided"
+        return real(self, facts, name)
+
+    monkeypatch.setattr(obligations_module.Prover, "query", query)
+
+
+def test_a_first_search_that_decides_nothing_still_gives_the_brute_forced_limit(monkeypatch):
+    # Every query at the small budget undecided: the full-budget search alone decides.
+    _undecided_int32(monkeypatch, lambda prover, cap: prover.rlimit < prover.options.query_rlimit)
+    program = parse(ONE)
+    proof = prove(program, ProofOptions())
+    assert (proof.int32.status, proof.int32.max_param) == (UP_TO, brute_limit(program, 40))
+
+
+def test_a_limit_the_full_budget_cannot_prove_is_at_least_never_up_to(monkeypatch):
+    program = parse(ONE)
+    limit = brute_limit(program, 40)
+    _undecided_int32(monkeypatch, lambda prover, cap: cap == limit)
+    proof = prove(program, ProofOptions())
+    assert (proof.int32.status, proof.int32.max_param) == (AT_LEAST, limit - 1)
