@@ -26,7 +26,7 @@ from semantics.parser import parse_file
 from verify.engines.deadline import Deadline
 from verify.proof import obligations
 from verify.proof.int32 import range_limit
-from verify.proof.jobs import bind, range_in_worker, tasks
+from verify.proof.jobs import bind, start_in_worker, tasks
 from verify.proof.obligations import ProofOptions, Prover, domain_lower
 
 
@@ -73,8 +73,9 @@ def main() -> int:
         full = ProofOptions(timeout=None, jobs=1 if method == "inproc" else 2,
                             start_method="fork" if method == "inproc" else method)
         start = time.monotonic()
-        limit = range_in_worker(program, full, Deadline.after(None),
-                                partial(range_limit, lower=domain_lower(program, full)))
+        compute = partial(range_limit, lower=domain_lower(program, full))
+        started = start_in_worker(program, full, Deadline.after(None), compute)
+        limit = started.result() if started is not None else compute(Prover(program, full))
         print(f"range ({method}): {limit.status} {limit.max_param}, {time.monotonic() - start:.1f} s", flush=True)
     return 0
 

@@ -171,21 +171,38 @@ def _end(workers: list) -> None:
         os.unlink(errors)
 
 
-def range_in_worker(program: Program, options, deadline: Deadline, compute):
-    """`compute(prover)` (the 32-bit range statement, verify/proof/int32.py) in a worker
-    started like the proof's, when the proof runs on workers; else in this process.
-    Why: in the `verify` process its answers depended on what the process did before
-    (matmul_fully_optimized: 11 s in a fresh process, 35 s after the bounded check and the
-    proof, where the budget ran out). Raises what `compute` raises, as `run_all` does."""
+class Started:
+    """A computation started in a worker (`start_in_worker`): `result()` waits for it,
+    `cancel()` ends it (and its files) if it is still running."""
+
+    def __init__(self, workers: list, options):
+        self.workers = workers
+        self.options = options
+
+    def result(self):
+        try:
+            (kind, value, _), = _collect(self.workers, self.options)
+        finally:
+            self.cancel()
+        return _raise_failure(kind, value) if kind != "done" else value
+
+    def cancel(self) -> None:
+        _end(self.workers)
+        self.workers = []
+
+
+def start_in_worker(program: Program, options, deadline: Deadline, compute) -> Started | None:
+    """Start `compute(prover)` (the 32-bit range statement, verify/proof/int32.py) in a
+    worker started like the proof's, or None when the proof runs in this process. The
+    proof starts it beside its obligations: the statement is reported only when the proof
+    succeeds, but it needs no answer of the proof, and after it the statement took 10-40 s
+    on matmul_fully_optimized. In a worker its answers do not depend on what the calling
+    process did before either (in the `verify` process they did)."""
     context = _context(options)
     if context is None:
-        return compute(Prover(program, options, deadline))
-    workers = [_start(context, _range_worker, program, attrs.evolve(options, progress=None), deadline, compute)]
-    try:
-        (kind, value, _), = _collect(workers, options)
-    finally:
-        _end(workers)
-    return _raise_failure(kind, value) if kind != "done" else value
+        return None
+    return Started([_start(context, _range_worker, program, attrs.evolve(options, progress=None), deadline,
+                           compute)], options)
 
 
 def _raise_failure(kind: str, value):
@@ -255,7 +272,7 @@ def _collect(workers: list, options) -> list:
 
 
 def _range_worker(send, errors, program: Program, options, deadline: Deadline, compute) -> None:
-    """`range_in_worker`'s process: ("done", compute(prover), 0) or a failure, as `_worker`."""
+    """`start_in_worker`'s process: ("done", compute(prover), 0) or a failure, as `_worker`."""
     _setup(errors, options)
     try:
         with collector_paused():

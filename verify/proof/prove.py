@@ -51,7 +51,7 @@ from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
 from verify.proof.int32 import RangeLimit, range_limit
 from verify.proof.jobs import (  # noqa: F401 (SECOND_ROUND, in_two_rounds: public here too)
-    SECOND_ROUND, WorkerLost, in_two_rounds, range_in_worker, run_all, tasks,
+    SECOND_ROUND, WorkerLost, in_two_rounds, run_all, start_in_worker, tasks,
 )
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
@@ -106,25 +106,34 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     began = time.monotonic()
     deadline = Deadline.after(options.timeout)
     with collector_paused():
+        # The 32-bit statement needs no answer of the proof: on workers it starts now.
+        statement = None if _why_not(program) else start_in_worker(program, options, deadline,
+                                                                   partial(range_limit, lower=lower))
         try:
-            proof = _prove(program, options, deadline)
-        except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
-            proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
-                          seconds=time.monotonic() - began)
-        if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
-            proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline))
+            try:
+                proof = _prove(program, options, deadline)
+            except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
+                proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
+                              seconds=time.monotonic() - began)
+            if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
+                proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline, statement))
+        finally:
+            if statement is not None:
+                statement.cancel()
     return attrs.evolve(proof, lower=tuple((p.name, lower[p.name]) for p in program.params),
                         assumptions=assumptions(program))
 
 
-def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadline) -> RangeLimit:
-    """verify/proof/int32.py within what is left of the proof's budget, in a worker when
-    the proof ran on workers (`range_in_worker`)."""
+def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadline, statement) -> RangeLimit:
+    """verify/proof/int32.py within what is left of the proof's budget: from `statement`
+    (started in a worker beside the proof, `start_in_worker`), or computed here."""
     out_of_time = RangeLimit("unknown", reason="the proof's time budget ran out")
-    if deadline.passed():
-        return out_of_time
     try:
-        return range_in_worker(program, options, deadline, partial(range_limit, lower=lower))
+        if statement is not None:
+            return statement.result()
+        if deadline.passed():
+            return out_of_time
+        return range_limit(Prover(program, options, deadline), lower)
     except DeadlineReached:
         return out_of_time
     except WorkerLost as err:
