@@ -20,7 +20,7 @@ from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to
 
 from verify.engines.deadline import Deadline
 from verify.proof.chains import Chains
-from verify.proof.terms import Terms, access_depth, depth, last_candidates, lex_le, op_expressions, witnesses
+from verify.proof.terms import Terms, depth, last_candidates, lex_le, op_expressions, witnesses
 from verify.verdicts import ObligationKind, ProofStatus, Property
 
 PROVED, FAILED, UNKNOWN = ProofStatus.PROVED, ProofStatus.FAILED, ProofStatus.UNKNOWN
@@ -139,8 +139,12 @@ class Prover(Chains):
         # process asked Z3 before (z3's shared default context made them history-dependent).
         self.ctx = z3.Context()
         self.terms = Terms(program, self.ctx, self.deadline)
+        # How many iterations back a candidate may sit: the accesses' own rotation depth
+        # (terms.depth). Before session 19 thresholds counted too: flash_attention_causal's
+        # `(QT - 1) // 16` made it 16, its candidate sets reached their limits (40-90 s of
+        # term building per exactness obligation); with depth 2 its first round took 203 s
+        # instead of more than 16 min, and the other 28 proofs stayed proved.
         self.depth = depth(program)
-        self.narrow_depth = min(self.depth, access_depth(program))  # for the narrow candidates
         lower = domain_lower(program, options)
         self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
         self.rlimit = options.query_rlimit  # per query; prove.py lowers it for a first round
@@ -260,7 +264,7 @@ class Prover(Chains):
         # The narrow candidates (index-equation solutions only, where there are any)
         # first: when they cover every producer, each needs its own query below.
         full = last_candidates(t, x, y, iy, self.depth)
-        narrow = last_candidates(t, x, y, iy, self.narrow_depth, narrow=True)
+        narrow = last_candidates(t, x, y, iy, self.depth, narrow=True)
         for lasts in ([narrow, full] if len(narrow) < len(full) else [full]):
             producer = [z3.And(*self.domain(x, w), self.precedes(x, w, y, iy), self.conflict(x.op, w, y.op, iy))
                         for w in lasts]
@@ -341,7 +345,7 @@ class Prover(Chains):
         # the one the threshold names (matmul_fully_optimized's `ld_rhs`: 20 s of term
         # building for the full candidates).
         narrow = [z3.Not(supplies(x, jx)) for x in producers
-                  for jx in last_candidates(t, x, y, iy, self.narrow_depth, narrow=True)]
+                  for jx in last_candidates(t, x, y, iy, self.depth, narrow=True)]
         first = self._run(name, facts + narrow)
         if first.status == PROVED:
             return first

@@ -317,20 +317,13 @@ def lex_le(site: Site, a: dict, b: dict, ctx: z3.Context):
     return out
 
 
-def access_depth(program: Program) -> int:
-    """`depth` from the accesses' indices alone (a threshold's `(QT - 1) // 16` is not a
-    buffer rotation): the narrow candidates' depth."""
+def depth(program: Program) -> int:
+    """How many iterations back a witness may sit: the largest modulus of a
+    multi-buffered access (a[i % k] reuses a slot k iterations later), at least 2. From
+    the accesses' indices alone: a threshold's `(QT - 1) // 16` is not a buffer rotation."""
     moduli = [n.right.value for op in walk_stmts(program.body) if isinstance(op, Op)
               for a in op.reads + op.writes for i in a.indices for e in index_exprs(i) for n in walk_expr(e)
               if isinstance(n, BinOp) and n.op in ("%", "//") and isinstance(n.right, Const)]
-    return max([2] + moduli)
-
-
-def depth(program: Program) -> int:
-    """How many iterations back a witness may sit: the largest modulus of a
-    multi-buffered access (a[i % k] reuses a slot k iterations later), at least 2."""
-    moduli = [n.right.value for n in expressions(program) if isinstance(n, BinOp) and n.op in ("%", "//")
-              and isinstance(n.right, Const)]
     return max([2] + moduli)
 
 

@@ -176,7 +176,7 @@ def test_narrow_witnesses_take_the_anchors_own_iterations_and_index_solutions():
     t = prover.terms
     y, x, z = t.sites["zero"], t.sites["accum"], t.sites["pack"]
     iy = t.env(y, "y")
-    (w, *_) = [w for w in last_candidates(t, x, y, iy, prover.narrow_depth, narrow=True)
+    (w, *_) = [w for w in last_candidates(t, x, y, iy, prover.depth, narrow=True)
                if str(z3.simplify(w["n"])) == "-1 + n@y"]
     anchors = [(y, iy), (x, w)]
     full = witnesses(t, z, anchors, prover.depth, prover.options.max_witnesses)
