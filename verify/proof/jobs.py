@@ -273,23 +273,33 @@ def _collect(workers: list, options) -> list:
 
 def _range_worker(send, errors, program: Program, options, deadline: Deadline, compute) -> None:
     """`start_in_worker`'s process: ("done", compute(prover), 0) or a failure, as `_worker`."""
-    _setup(errors, options)
-    try:
-        with collector_paused():
-            send.send(("done", compute(Prover(program, options, deadline)), 0))
-    except Unsupported as err:
-        send.send(("unsupported", str(err), 0))
-    except DeadlineReached:
-        send.send(("deadline", None, 0))
-    except BaseException:  # noqa: BLE001 - reported by the parent, which raises it
-        send.send(("crash", traceback.format_exc(), 0))
-    finally:
-        send.close()
-        os._exit(0)
+    _serve(send, errors, options, lambda: compute(Prover(program, options, deadline)), [0])
 
 
-def _setup(errors: str, options) -> None:
-    """A worker's stderr to its file; Z3's memory limit in this process."""
+def _worker(send, errors, program: Program, options, deadline: Deadline, share: list[Task], k: int,
+            jobs: int) -> None:
+    """Run one share in its own Prover (its own Z3 context) and send back
+    ("done", obligations, 0) or (failure kind, detail, position of the task)."""
+    at = [0]
+    options = attrs.evolve(options, progress=lambda line: send.send(("progress", line)))
+
+    def task(n: int, ask) -> Obligation:
+        at[0] = n
+        return ask()
+
+    def work():
+        prover = Prover(program, options, deadline, dump_prefix=f"prove-w{k}")
+        asks = [partial(task, n, ask) for n, ask in enumerate(bind(prover, share))]
+        return in_two_rounds(prover, asks, who=f"worker {k + 1} of {jobs}: ")
+
+    _serve(send, errors, options, work, at)
+
+
+def _serve(send, errors: str, options, work, at: list) -> None:
+    """A worker process's frame: its stderr to the file `errors`, Z3's memory limit, the
+    collector paused (as in the calling process; a forkserver child has it on); then
+    ("done", work(), 0) or (failure kind, detail, at[0]: the position of the task) is
+    sent, and the process ends."""
     with open(errors, "wb") as printed:
         os.dup2(printed.fileno(), 2)
     if options.worker_memory_mb:
@@ -298,25 +308,9 @@ def _setup(errors: str, options) -> None:
         # resource limit. With 1,000 MB it ended unknown at the limit (worker peak 1.1 GB)
         # and the proof went on; should Z3 abort instead, the worker is lost: unknown.
         z3.set_param("memory_max_size", options.worker_memory_mb)
-
-
-def _worker(send, errors, program: Program, options, deadline: Deadline, share: list[Task], k: int,
-            jobs: int) -> None:
-    """Run one share in its own Prover (its own Z3 context) and send back
-    ("done", obligations, 0) or (failure kind, detail, position of the task)."""
-    _setup(errors, options)
-    at = [0]
-
-    def task(n: int, ask) -> Obligation:
-        at[0] = n
-        return ask()
-
     try:
-        options = attrs.evolve(options, progress=lambda line: send.send(("progress", line)))
-        with collector_paused():  # as in the calling process (a forkserver child has it on)
-            prover = Prover(program, options, deadline, dump_prefix=f"prove-w{k}")
-            asks = [partial(task, n, ask) for n, ask in enumerate(bind(prover, share))]
-            send.send(("done", in_two_rounds(prover, asks, who=f"worker {k + 1} of {jobs}: "), 0))
+        with collector_paused():
+            send.send(("done", work(), 0))
     except Unsupported as err:
         send.send(("unsupported", str(err), at[0]))
     except DeadlineReached:
