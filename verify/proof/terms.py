@@ -16,6 +16,7 @@ from semantics.context import Site, common_depth, sites
 from semantics.ir import (
     And, BinOp, Compare, Const, For, If, Iters, Op, Program, Range, Var, index_exprs, walk_expr, walk_stmts,
 )
+from semantics.simplify import expr as simplified, linear
 from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
@@ -213,29 +214,27 @@ def guard_bounds(terms: Terms, site: Site, var: str, env: dict) -> list:
     loops = [loop.var for loop in site.loops]
     if var not in loops:
         return []
-    inner = loops[loops.index(var) + 1:]
+    inner = set(loops[loops.index(var) + 1:])
     his = {loop.var: loop.hi for loop in site.loops}
-    probe = {**env, **{v: z3.Int(f"{v}@g", terms.ctx) for v in [var] + inner}}
     out = []
-    for cond in _taken_comparisons(site):
-        diff = _nonneg_form(cond, probe, terms.ctx)
-        if diff is None:
+    for diff in _taken_differences(site):
+        form = linear(diff)  # monomial -> coefficient (semantics/simplify.py)
+        c = form.get((Var(var),))
+        if not isinstance(c, int) or c >= 0:
             continue
-        coefficient = _coefficient(diff, probe, var)
-        if coefficient is None or coefficient >= 0:
-            continue
-        for v in inner:
-            a = _coefficient(diff, probe, v)
-            rest = z3.substitute(diff, (probe[var], z3.IntVal(0, terms.ctx)), (probe[v], z3.IntVal(0, terms.ctx)))
-            hi = to_z3(his[v], probe, ctx=terms.ctx)
-            if not a or a < 0 or any(_mentions(t, probe[u]) for t in (rest, hi) for u in inner):
+        for v in sorted(inner):
+            a = form.get((Var(v),))
+            rest = simplified({k: co for k, co in form.items() if k not in ((Var(var),), (Var(v),))})
+            if not isinstance(a, int) or a <= 0 or _reads(rest) & (inner | {var}) or _reads(his[v]) & inner:
                 continue
-            out.append((a * (hi - 1) + rest) / -coefficient)
+            hi = to_z3(his[v], env, ctx=terms.ctx)
+            out.append((a * (hi - 1) + to_z3(rest, env, ctx=terms.ctx)) / -c)
     return out
 
 
-def _taken_comparisons(site: Site) -> list:
-    """The comparisons a site's guards require (conjuncts of taken `then` branches)."""
+def _taken_differences(site: Site) -> list:
+    """Expressions d, one per comparison the site's guards require (conjuncts of taken
+    `then` branches), each comparison equivalent to d >= 0 over the integers."""
     found = []
 
     def conjuncts(cond):
@@ -243,8 +242,10 @@ def _taken_comparisons(site: Site) -> list:
             case And(left=left, right=right):
                 conjuncts(left)
                 conjuncts(right)
-            case Compare(op=op) if op in (">=", ">", "<=", "<"):
-                found.append(cond)
+            case Compare(op=">=" | ">" as op, left=left, right=right):
+                found.append(BinOp("-", left, right) if op == ">=" else BinOp("-", BinOp("-", left, right), Const(1)))
+            case Compare(op="<=" | "<" as op, left=left, right=right):
+                found.append(BinOp("-", right, left) if op == "<=" else BinOp("-", BinOp("-", right, left), Const(1)))
             case _:
                 pass
 
@@ -254,42 +255,8 @@ def _taken_comparisons(site: Site) -> list:
     return found
 
 
-def _nonneg_form(cond, env: dict, ctx: z3.Context):
-    """d with `cond` equivalent to d >= 0 (integers)."""
-    left, right = to_z3(cond.left, env, ctx=ctx), to_z3(cond.right, env, ctx=ctx)
-    match cond.op:
-        case ">=":
-            return left - right
-        case ">":
-            return left - right - 1
-        case "<=":
-            return right - left
-        case "<":
-            return right - left - 1
-    return None
-
-
-def _coefficient(term, env: dict, var: str) -> int | None:
-    """The constant coefficient of `var` in `term`, or None when `term` is not linear in it."""
-    v = env[var]
-    ctx = v.ctx
-    at = [z3.simplify(z3.substitute(term, (v, z3.IntVal(k, ctx)))) for k in (0, 1, 2)]
-    steps = [z3.simplify(at[1] - at[0]), z3.simplify(at[2] - at[1])]
-    if not all(z3.is_int_value(s) for s in steps) or steps[0].as_long() != steps[1].as_long():
-        return None
-    if _mentions(z3.simplify(term - steps[0] * v), v):  # a product with another variable
-        return None
-    return steps[0].as_long()
-
-
-def _mentions(term, const) -> bool:
-    todo = [term]
-    while todo:
-        t = todo.pop()
-        if t.eq(const):
-            return True
-        todo.extend(t.children() if z3.is_app(t) else [])
-    return False
+def _reads(node) -> set[str]:
+    return {n.name for n in walk_expr(node) if isinstance(n, Var)}
 
 
 def free_loops(site: Site, other: Site) -> set[str]:
