@@ -42,7 +42,8 @@ class Chains:
                 continue
             for kz in witnesses(self.terms, z, anchors, self.depth, self.options.max_witnesses, narrow=narrow):
                 before = self._before(z, kz, y, iy, waits_of_y)
-                out.append(z3.Not(z3.And(*self.domain(z, kz), before, self.either(*self._cover(z, kz, engine, lx)))))
+                cover = self._cover(z, kz, engine, lx, x, jx)
+                out.append(z3.Not(z3.And(*self.domain(z, kz), before, self.either(*cover))))
         for z1 in (sites if two_hops else []):
             if not self._may_precede(z1, y):
                 continue
@@ -56,7 +57,7 @@ class Chains:
                         if len(out) >= MAX_WITNESSED_CHAINS:
                             return out
                         out.append(z3.Not(z3.And(*first, *self.domain(z2, k2), self._before(z2, k2, z1, k1, waits_of_z1),
-                                                 self.either(*self._cover(z2, k2, engine, lx)))))
+                                                 self.either(*self._cover(z2, k2, engine, lx, x, jx)))))
         return out
 
     def _before(self, z: Site, kz: dict, u: Site, iu: dict, waits: dict | None = None):
@@ -83,14 +84,21 @@ class Chains:
         """`_cover(z, ..., engine, ...)` is not empty, told without building its terms."""
         return z.op.engine == engine or any(w.engine == engine for w in z.op.waits)
 
-    def _cover(self, z: Site, kz: dict, engine: str, lx) -> list:
-        """z's issue forces the instance of `engine` with local index lx complete."""
+    def _cover(self, z: Site, kz: dict, engine: str, lx, x: Site | None = None, jx: dict | None = None) -> list:
+        """z's issue forces the instance of `engine` with local index lx complete (x's
+        instance at jx, when given)."""
         out = []
         tz = self.terms.threshold(z, engine, kz)
         if tz is not None:
             out.append(tz >= lx + 1)
         if z.op.engine == engine:
             out.append(self.terms.local(z, engine, kz) >= lx)
+            if x is not None and x.op.engine == engine:
+                # The same fact without counts: an engine completes its instances in
+                # program order, so x's instance before z's has completed when z's has
+                # (flash attention's `fexp` after `mupd`, through the first `fmul`: the
+                # counts' comparison is a non-linear inequality, the order is linear).
+                out.append(self.precedes(x, jx, z, kz))
         return out
 
     def _chains(self, y: Site, iy: dict, engine: str, lx) -> list:

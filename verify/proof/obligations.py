@@ -19,6 +19,7 @@ from semantics.ir import BinOp, Const, For, If, Op, Program, walk_expr
 from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
 
 from verify.engines.deadline import Deadline
+from verify.proof.cases import Cases
 from verify.proof.chains import Chains
 from verify.proof.terms import Terms, depth, last_candidates, lex_le, op_expressions, witnesses
 from verify.verdicts import ObligationKind, ProofStatus, Property
@@ -126,7 +127,7 @@ def budget_ran_out(timeout: float | None) -> str:
     return f"the proof's time budget{amount} ran out"
 
 
-class Prover(Chains):
+class Prover(Chains, Cases):
     def __init__(self, program: Program, options: ProofOptions, deadline: Deadline | None = None,
                  dump_prefix: str = "prove"):
         """`deadline`: when the proof's budget ends (default: options.timeout from now);
@@ -271,12 +272,21 @@ class Prover(Chains):
             covered = [z3.Not(z3.And(p, lex_le(x, jx, w, self.ctx))) for p, w in zip(producer, lasts)]
             if self.query(dep + covered, "last")[0] != PROVED:
                 continue
+            # The fewest leading candidates that still cover every producer (queries
+            # without counts, so cheap): each candidate left costs a query with counts
+            # below. Flash attention's `sel` after `qk`: its own iteration alone, not 54.
+            size = 1
+            while size < len(lasts):
+                if self.query(dep + covered[:size], "last")[0] == PROVED:
+                    producer, lasts = producer[:size], lasts[:size]
+                    break
+                size *= 2
             late = [z3.And(p, z3.Not(own >= t.local(x, engine, w) + 1) if own is not None else z3.BoolVal(True, self.ctx))
                     for p, w in zip(producer, lasts)]
             first = self._run(name, self.domain(y, iy) + [self.either(*late)])
             if first.status == PROVED:
                 return first
-            if all(self._completed(name, y, iy, x, w, [p], engine).status == PROVED
+            if all(self._completed(name, y, iy, x, w, [p], engine, witnessed=True).status == PROVED
                    for p, w in zip(producer, lasts)):  # each candidate that is a producer, by a chain
                 return attrs.evolve(first, status=PROVED, model=None, reason=None)
             break  # the full candidates include the narrow ones (within their limit): no better
@@ -284,20 +294,37 @@ class Prover(Chains):
         return self._completed(name, y, iy, x, jx, dep[len(self.domain(y, iy)):], engine)
 
     def _completed(self, name: Obligation, y: Site, iy: dict, x: Site, jx: dict, facts: list,
-                   engine: str) -> Obligation:
+                   engine: str, witnessed: bool = False) -> Obligation:
         """Whenever `facts` hold, x's instance at jx has completed when y's may issue:
-        by y's own waits on `engine`, else by a chain."""
+        by y's own waits on `engine`, else by a chain. `witnessed`: jx is a candidate
+        instance (terms over y's indices), so the queries are quantifier-free."""
         t = self.terms
         lx = t.local(x, engine, jx)
         own = t.threshold(y, engine, iy)
         base = self.domain(y, iy) + facts + [z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True, self.ctx)]
         first = self._run(name, base)
-        if first.status != FAILED:
+        if first.status == UNKNOWN and witnessed and own is not None:
+            # y's own wait against a candidate's closed form, case by case (flash
+            # attention's `fexp` after `mupd`: min(i2 // 16, JT - 1) on both sides).
+            first = self._run_cases(name, [*self.nonneg, *self.domain(y, iy)], base[len(self.domain(y, iy)):],
+                                    [own] + list(jx.values()))
+        if first.status == PROVED or (first.status == UNKNOWN and not witnessed):
             return first
         # Chains: one step with candidate indices (quantifier-free), up to MAX_HOPS
         # steps over all indices (quantified), two steps with candidate indices.
-        stages = [lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False, narrow=True),
-                  lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False),
+        narrow = self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False, narrow=True)
+        first = self._stages(name, base, first, [lambda: narrow])
+        if first.status == PROVED:
+            return first
+        if witnessed and narrow:
+            # x's instance is a candidate (the query has no quantified indices): the
+            # narrow chains case by case (verify/proof/cases.py). Before the wider
+            # stages: where it proves (flash attention's `sel` after `cmax`), those
+            # ended unknown after 2M units each.
+            cased = self._run_cases(name, [*self.nonneg, *self.domain(y, iy)], base[len(self.domain(y, iy)):] + narrow, [])
+            if cased.status == PROVED:
+                return cased
+        stages = [lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False),
                   lambda: self._chains(y, iy, engine, lx),
                   lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=True)]
         return self._stages(name, base, first, stages)
@@ -344,11 +371,17 @@ class Prover(Chains):
         # The narrow last-producer candidates alone first: a small query, and usually
         # the one the threshold names (matmul_fully_optimized's `ld_rhs`: 20 s of term
         # building for the full candidates).
-        narrow = [z3.Not(supplies(x, jx)) for x in producers
-                  for jx in last_candidates(t, x, y, iy, self.depth, narrow=True)]
+        candidates = [(x, jx) for x in producers for jx in last_candidates(t, x, y, iy, self.depth, narrow=True)]
+        narrow = [z3.Not(supplies(x, jx)) for x, jx in candidates]
         first = self._run(name, facts + narrow)
         if first.status == PROVED:
             return first
+        # Case by case (verify/proof/cases.py): the threshold's branches and the
+        # candidates' own (guard bounds are `If`s) decide which candidate supplies it.
+        cased = self._run_cases(name, [*self.nonneg, *self.domain(y, iy)], [threshold >= 1] + narrow,
+                                [threshold] + [v for _, jx in candidates for v in jx.values()])
+        if cased.status == PROVED:
+            return cased
         witnessed = [z3.Not(supplies(x, jx)) for x in producers
                      for jx in last_candidates(t, x, y, iy, self.depth)
                      + witnesses(t, x, [(y, iy)], self.depth, self.options.max_witnesses)]
@@ -361,6 +394,19 @@ class Prover(Chains):
             bound = [jx[loop.var] for loop in x.loops]
             quantified.append(z3.ForAll(bound, z3.Not(supplies(x, jx))) if bound else z3.Not(supplies(x, jx)))
         return self._stages(name, facts, first, [lambda: quantified, lambda: self._masked(y, iy, wait, threshold)])
+
+    def _run_cases(self, obligation: Obligation, base: list, facts: list, focus: list) -> Obligation:
+        """`_run`, split by cases (verify/proof/cases.py)."""
+        began = time.monotonic()
+        if self.out_of_time():
+            return attrs.evolve(obligation, status=UNKNOWN, reason=self.out_of_budget())
+        status, extra = self.by_cases(base, facts, focus)
+        done = attrs.evolve(obligation, status=status, seconds=time.monotonic() - began,
+                            model=extra if status == FAILED else None,
+                            reason=extra if status == UNKNOWN else None)
+        if self.options.progress:
+            self.options.progress(f"prove: {done.describe()} by cases: {status} ({done.seconds:.2f} s)")
+        return done
 
     def _run(self, obligation: Obligation, facts: list) -> Obligation:
         began = time.monotonic()

@@ -195,8 +195,13 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
                 latest = z3.If(bound < iy[loop.var], bound, iy[loop.var] - 1)
                 options += [(latest - d, False) for d in range(depth + 1)]
         else:
-            options += [(to_z3(loop.hi, env, ctx=terms.ctx) - 1 - d, False) for d in range(depth)]
+            last = to_z3(loop.hi, env, ctx=terms.ctx) - 1
+            options += [(last - d, False) for d in range(depth)]
             options.append((to_z3(loop.lo, env, ctx=terms.ctx), False))
+            # The last iteration whose guard holds at the inner loops' index solutions
+            # (flash attention's `mupd` before `fexp` at row i2: j = min(i2 // 16, JT - 1)).
+            for bound in guard_bounds(terms, x, loop.var, env, solutions, every=False):
+                options.append((z3.If(bound < last, bound, last), False))
         options += [(o, False) for o in solutions.get(loop.var, [])]
         for value, still in _distinct(options):
             grow(steps[1:], {**env, loop.var: value}, still)
@@ -205,12 +210,15 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
     return out
 
 
-def guard_bounds(terms: Terms, site: Site, var: str, env: dict) -> list:
+def guard_bounds(terms: Terms, site: Site, var: str, env: dict, solutions: dict | None = None,
+                 every: bool = True) -> list:
     """Upper bounds on the site's loop `var` from its guards: a guard `a * v - c * var +
     r >= 0` taken (a, c positive constants, v an inner loop of the site, r free of inner
     loops) holds for some v only if var <= (a * (hi_v - 1) + r) // c. Terms over `env`
     (the values of the loops outside `var`). Flash attention's causal guard `i >= 16 * j`
-    bounds the K/V tiles j that run any query tile: j <= (QT - 1) // 16."""
+    bounds the K/V tiles j that run any query tile: j <= (QT - 1) // 16. `solutions`
+    (inner loop -> index-equation solutions): also the bound at each solution s of v,
+    (a * s + r) // c; `every`: also the bound over every v (at hi_v - 1)."""
     loops = [loop.var for loop in site.loops]
     if var not in loops:
         return []
@@ -227,8 +235,9 @@ def guard_bounds(terms: Terms, site: Site, var: str, env: dict) -> list:
             rest = simplified({k: co for k, co in form.items() if k not in ((Var(var),), (Var(v),))})
             if not isinstance(a, int) or a <= 0 or _reads(rest) & (inner | {var}) or _reads(his[v]) & inner:
                 continue
-            hi = to_z3(his[v], env, ctx=terms.ctx)
-            out.append((a * (hi - 1) + to_z3(rest, env, ctx=terms.ctx)) / -c)
+            values = [to_z3(his[v], env, ctx=terms.ctx) - 1] if every else []
+            values += (solutions or {}).get(v, [])
+            out += [(a * value + to_z3(rest, env, ctx=terms.ctx)) / -c for value in values]
     return out
 
 

@@ -188,3 +188,24 @@ def test_narrow_witnesses_take_the_anchors_own_iterations_and_index_solutions():
     assert len(full) == prover.options.max_witnesses  # the limit
     assert [_show(prover, k) for k in narrow] == [
         {"n": n, "m2": "m0@y", "bm2": "bm0@y", "bn2": "bn0@y"} for n in ("n@y", "-1 + n@y")]
+
+
+def test_guard_bound_at_an_index_solution_names_the_last_producer_of_a_row():
+    # fexp(i2) reads m_buf[i2]; mupd(j, i) writes m_buf[i] under `i >= 16 * j`: the last
+    # producer is mupd(min(i2 // 16, JT - 1), i2), the candidate from the guard bound
+    # at the solution i = i2 (without it, fexp after mupd stayed unknown at any budget).
+    program = parse_file(SUITE / "flash_attention_causal.sync")  # candidates do not read the waits
+    prover = _prover(program)
+    t = prover.terms
+    y, x = t.sites["fexp"], t.sites["mupd"]
+    iy = t.env(y, "y")
+    narrow = last_candidates(t, x, y, iy, prover.depth, narrow=True)
+    guarded = [w for w in narrow if z3.is_app_of(z3.simplify(w["j"]), z3.Z3_OP_ITE)]
+    assert len(guarded) == 1, [_show(prover, w) for w in narrow]
+    for jt, qt in [(1, 5), (2, 17), (3, 40), (5, 33)]:
+        for i2 in range(qt):
+            runs = [j for j in range(jt) if i2 >= 16 * j]
+            at = [(t.params["JT"], z3.IntVal(jt, prover.ctx)), (t.params["QT"], z3.IntVal(qt, prover.ctx)),
+                  (iy["i2"], z3.IntVal(i2, prover.ctx))]
+            assert z3.simplify(z3.substitute(guarded[0]["j"], *at)).as_long() == max(runs), (jt, qt, i2)
+            assert z3.simplify(z3.substitute(guarded[0]["i"], *at)).as_long() == i2
