@@ -179,8 +179,12 @@ class Started:
         self.workers = workers
         self.options = options
 
-    def result(self):
+    def result(self, within: float | None = None):
+        """The computation's value; None when it has not answered `within` seconds from
+        now (then it is ended)."""
         try:
+            if within is not None and not wait([receive for receive, _, _ in self.workers], max(0.0, within)):
+                return None
             (kind, value, _), = _collect(self.workers, self.options)
         finally:
             self.cancel()

@@ -119,6 +119,32 @@ def test_a_lost_statement_worker_leaves_the_statement_unknown_and_the_proof_prov
     assert "ended without an answer (exit code 7)" in proof.int32.reason
 
 
+def test_a_statement_slower_than_its_grace_is_unknown_and_the_proof_stays_proved(monkeypatch):
+    # After a proved proof the statement gets a grace period (prove.statement_grace), not
+    # the rest of the budget: a statement that takes longer is not waited for.
+    import time
+
+    from verify.proof import prove as prove_module
+
+    def slow(prover, lower):
+        time.sleep(60)
+
+    monkeypatch.setattr(prove_module, "range_limit", slow)
+    monkeypatch.setattr(prove_module, "STATEMENT_GRACE", 0.5)
+    began = time.monotonic()
+    proof = prove(parse(ONE), ProofOptions(jobs=2, start_method="fork", timeout=3))
+    assert proof.status == ProofStatus.PROVED
+    assert proof.int32.status == "unknown" and "no answer within 0 s after the proof" in proof.int32.reason
+    assert time.monotonic() - began < 30  # not the statement's 60 s
+
+
+def test_the_grace_is_a_sixth_of_the_budget_at_least_ten_seconds():
+    from verify.proof.prove import statement_grace
+
+    assert statement_grace(60) == 10 and statement_grace(300) == 50 and statement_grace(6) == 10
+    assert statement_grace(None) == float("inf")
+
+
 def _undecided_int32(monkeypatch, when):
     """Range queries answer unknown where `when(prover, cap)` holds (cap: the query's
     largest parameter value)."""
