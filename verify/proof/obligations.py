@@ -397,27 +397,22 @@ class Prover(Chains, Cases):
 
     def _run_cases(self, obligation: Obligation, base: list, facts: list, focus: list) -> Obligation:
         """`_run`, split by cases (verify/proof/cases.py)."""
-        began = time.monotonic()
-        if self.out_of_time():
-            return attrs.evolve(obligation, status=UNKNOWN, reason=self.out_of_budget())
-        status, extra = self.by_cases(base, facts, focus)
-        done = attrs.evolve(obligation, status=status, seconds=time.monotonic() - began,
-                            model=extra if status == FAILED else None,
-                            reason=extra if status == UNKNOWN else None)
-        if self.options.progress:
-            self.options.progress(f"prove: {done.describe()} by cases: {status} ({done.seconds:.2f} s)")
-        return done
+        return self._answer(obligation, lambda: self.by_cases(base, facts, focus), " by cases")
 
     def _run(self, obligation: Obligation, facts: list) -> Obligation:
+        return self._answer(obligation, lambda: self.query(facts, f"{obligation.kind}-{obligation.consumer}"), "")
+
+    def _answer(self, obligation: Obligation, ask, how: str) -> Obligation:
+        """The obligation with the answer of `ask()` ((status, model or reason)), timed."""
         began = time.monotonic()
         if self.out_of_time():
             return attrs.evolve(obligation, status=UNKNOWN, reason=self.out_of_budget())
-        status, extra = self.query(facts, f"{obligation.kind}-{obligation.consumer}")
+        status, extra = ask()
         done = attrs.evolve(obligation, status=status, seconds=time.monotonic() - began,
                             model=extra if status == FAILED else None,
                             reason=extra if status == UNKNOWN else None)
         if self.options.progress:
-            self.options.progress(f"prove: {done.describe()}: {status} ({done.seconds:.2f} s)")
+            self.options.progress(f"prove: {done.describe()}{how}: {status} ({done.seconds:.2f} s)")
         return done
 
 
