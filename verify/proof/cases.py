@@ -40,22 +40,29 @@ MAX_SPLITS = 24  # conditions fixed along one branch
 PRUNE_RLIMIT = 200_000  # for "this branch's conditions contradict the base facts"
 
 
-def ite_conditions(terms, by_count: bool = False) -> list:
-    """The distinct conditions of the integer if-then-else subterms of `terms`, in the
-    order first met (depth first, left to right), or the most frequent first."""
+def _subterms(terms, into):
+    """The distinct subterms of `terms` (by Z3 id), depth first, left to right, going
+    into a term's children only where `into(term)` holds."""
     seen: set[int] = set()
-    found: dict[int, list] = {}
     stack = list(reversed(terms))
     while stack:
         term = stack.pop()
-        key = term.get_id()
-        if key in seen or z3.is_quantifier(term):
+        if term.get_id() in seen:
             continue
-        seen.add(key)
+        seen.add(term.get_id())
+        yield term
+        if into(term):
+            stack.extend(reversed(term.children()))
+
+
+def ite_conditions(terms, by_count: bool = False) -> list:
+    """The distinct conditions of the integer if-then-else subterms of `terms`, in the
+    order first met (depth first, left to right), or the most frequent first."""
+    found: dict[int, list] = {}
+    for term in _subterms(terms, lambda t: not z3.is_quantifier(t)):
         if z3.is_app_of(term, z3.Z3_OP_ITE) and term.sort().kind() == z3.Z3_INT_SORT:
             cond = term.arg(0)
             found.setdefault(cond.get_id(), [cond, 0])[1] += 1
-        stack.extend(reversed(term.children()))
     conds = list(found.values())
     if by_count:
         conds.sort(key=lambda pair: -pair[1])  # stable: first met among equals
@@ -64,21 +71,10 @@ def ite_conditions(terms, by_count: bool = False) -> list:
 
 def comparisons(conds) -> list:
     """The distinct integer comparisons (atoms) the conditions are made of."""
-    seen: set[int] = set()
-    found = []
-    stack = list(reversed(conds))
-    while stack:
-        term = stack.pop()
-        key = term.get_id()
-        if key in seen:
-            continue
-        seen.add(key)
-        if z3.is_and(term) or z3.is_or(term) or z3.is_not(term):
-            stack.extend(reversed(term.children()))
-        elif (z3.is_le(term) or z3.is_ge(term) or z3.is_lt(term) or z3.is_gt(term) or z3.is_eq(term)) \
-                and term.arg(0).sort().kind() == z3.Z3_INT_SORT:
-            found.append(term)
-    return found
+    connective = lambda t: z3.is_and(t) or z3.is_or(t) or z3.is_not(t)  # noqa: E731
+    return [t for t in _subterms(conds, connective)
+            if (z3.is_le(t) or z3.is_ge(t) or z3.is_lt(t) or z3.is_gt(t) or z3.is_eq(t))
+            and t.arg(0).sort().kind() == z3.Z3_INT_SORT]
 
 
 class Cases:

@@ -301,13 +301,14 @@ class Prover(Chains, Cases):
         t = self.terms
         lx = t.local(x, engine, jx)
         own = t.threshold(y, engine, iy)
-        base = self.domain(y, iy) + facts + [z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True, self.ctx)]
+        own_domain = self.domain(y, iy)
+        rest = facts + [z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True, self.ctx)]
+        base = own_domain + rest
         first = self._run(name, base)
         if first.status == UNKNOWN and witnessed and own is not None:
             # y's own wait against a candidate's closed form, case by case (flash
             # attention's `fexp` after `mupd`: min(i2 // 16, JT - 1) on both sides).
-            first = self._run_cases(name, [*self.nonneg, *self.domain(y, iy)], base[len(self.domain(y, iy)):],
-                                    [own] + list(jx.values()))
+            first = self._run_cases(name, [*self.nonneg, *own_domain], rest, [own] + list(jx.values()))
         if first.status == PROVED or (first.status == UNKNOWN and not witnessed):
             return first
         # Chains: one step with candidate indices (quantifier-free), up to MAX_HOPS
@@ -318,7 +319,7 @@ class Prover(Chains, Cases):
             # narrow chains case by case (verify/proof/cases.py) first. Flash attention's
             # `expr` after `tr`: the plain query ended unknown after 2-4 s per candidate,
             # the case split proved each in 0.4-1 s.
-            cased = self._run_cases(name, [*self.nonneg, *self.domain(y, iy)], base[len(self.domain(y, iy)):] + narrow, [])
+            cased = self._run_cases(name, [*self.nonneg, *own_domain], rest + narrow, [])
             if cased.status == PROVED:
                 return cased
         first = self._stages(name, base, first, [lambda: narrow])
@@ -360,7 +361,8 @@ class Prover(Chains, Cases):
         t = self.terms
         iy = t.env(y, "y")
         threshold = t.wait_term(y, wait, iy)
-        facts = self.domain(y, iy) + [threshold >= 1]
+        own_domain = self.domain(y, iy)
+        facts = own_domain + [threshold >= 1]
         producers = [x for x in t.sites.values() if x.op.engine == wait.engine and conflicting_pairs(x.op, y.op)]
 
         def supplies(x, jx):
@@ -378,7 +380,7 @@ class Prover(Chains, Cases):
             return first
         # Case by case (verify/proof/cases.py): the threshold's branches and the
         # candidates' own (guard bounds are `If`s) decide which candidate supplies it.
-        cased = self._run_cases(name, [*self.nonneg, *self.domain(y, iy)], [threshold >= 1] + narrow,
+        cased = self._run_cases(name, [*self.nonneg, *own_domain], [threshold >= 1] + narrow,
                                 [threshold] + [v for _, jx in candidates for v in jx.values()])
         if cased.status == PROVED:
             return cased
