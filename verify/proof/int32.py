@@ -12,18 +12,24 @@ value P such that, for every valuation with every parameter in [its lower bound,
   local index >= 2^31 - 1;
 - a threshold: some wait's value at some instance is outside the range.
 
-One Z3 query asks for a violation with no upper bound: unsat means the range holds for
-every parameter value. Otherwise Z3's optimizer proposes the smallest largest-parameter
-m of a violation (linear counts; a short budget), confirmed by a query that the range
-holds up to m - 1; failing that, a binary search over P (each step a query with every
-parameter <= P) finds the largest P, and a query Z3 cannot answer stops the search with
-the largest P proved so far ("at least"). The binary search runs first with the first
-round's budget per query, taking an undecided P as "holds" for the moment; one
-full-budget query then proves the P it found (and only if that does not decide does the
-full-budget search run): on matmul_fully_optimized each "holds up to P" near the limit
-took 8-12 s to prove, and the search asked four of them. The answer does not depend on
-the optimizer or on the first search: they only save queries; "up to P" is stated only
-when P is proved and a violation at P + 1 was found. Counts come from verify/proof/counts.py, as for
+A violation is a disjunction of cases, one per op and kind (its counter, each of its
+waits); "no violation within some bounds" is asked case by case (flash_attention_causal:
+34 s as one disjunction, 2 s as its 51 cases). First, with no upper bound: proved means
+the range holds for every parameter value. Otherwise two proposals for the limit, each
+confirmed by proving that the range holds up to it: Z3's optimizer's smallest
+largest-parameter m of a violation (linear counts; a short budget), then the diagonal's
+(`_diagonal`: the first v where the valuation with every parameter v violates, found by
+doubling and bisection over such points, each a query with the parameters fixed, which
+Z3 answers in milliseconds where the counts are non-linear). Failing both, a binary
+search over P (each step asking whether the range holds with every parameter <= P)
+finds the largest P, and a query Z3 cannot answer stops the search with the largest P
+proved so far ("at least"). The binary search runs first with the first round's budget
+per query, taking an undecided P as "holds" for the moment; one full-budget query then
+proves the P it found (and only if that does not decide does the full-budget search
+run). The answer does not depend on the proposals or on the first search: they only
+save queries; "up to P" is stated only when P is proved and a violation at P + 1 was
+found (flash_attention_causal: "at least 215" after 78 s before the diagonal and the
+cases, "up to 426" in 6 s with them). Counts come from verify/proof/counts.py, as for
 the other obligations.
 """
 
@@ -66,22 +72,38 @@ class RangeLimit:
                 return head + f"not decided ({self.reason})."
 
 
-def violation(prover) -> z3.BoolRef:
-    """In the proof's own Z3 context (prover.ctx): Some instance has a local index >= 2^31 - 1 on its engine, or a wait value outside
-    the signed 32-bit range."""
+def violations(prover) -> list[z3.BoolRef]:
+    """In the proof's own Z3 context (prover.ctx), one case per op and kind: some
+    instance of the op has a local index >= 2^31 - 1 on its engine, or one of its waits
+    has a value outside the signed 32-bit range. A violation is any of them."""
     terms = prover.terms
     cases = []
     for y in terms.sites.values():
         env = terms.env(y, "r")
-        bad = [terms.local(y, y.op.engine, env) >= INT32_MAX]
+        domain = prover.domain(y, env)
+        cases.append(z3.And(*domain, terms.local(y, y.op.engine, env) >= INT32_MAX))
         for wait in y.op.waits:
             value = terms.wait_term(y, wait, env)
-            bad.append(prover.either(value < INT32_MIN, value > INT32_MAX))
-        cases.append(z3.And(*prover.domain(y, env), prover.either(*bad)))
-    return prover.either(*cases) if cases else z3.BoolVal(False, prover.ctx)
+            cases.append(z3.And(*domain, prover.either(value < INT32_MIN, value > INT32_MAX)))
+    return cases
 
 
-def _optimum(prover, formula, params) -> tuple[int | None, dict]:
+def _violated(prover, cases: list, bounds: list, name: str):
+    """prover.query for "some case holds within `bounds`", asked case by case: PROVED when
+    every case is, FAILED with the first violation found, else UNKNOWN (the first reason).
+    flash_attention_causal's "holds up to 426" took 34 s as one disjunction of its 51
+    cases and 2.0 s in all as 51 queries."""
+    undecided = None
+    for case in cases:
+        status, extra = prover.query([case, *bounds], name)
+        if status == ProofStatus.FAILED:
+            return status, extra
+        if status != ProofStatus.PROVED and undecided is None:
+            undecided = (status, extra)
+    return undecided or (ProofStatus.PROVED, None)
+
+
+def _optimum(prover, cases, params) -> tuple[int | None, dict]:
     """The smallest largest-parameter of a violation, if Z3's optimizer finds it within
     a short budget (it gives up on non-linear counts; the binary search then decides)."""
     top = z3.Int("int32_top", prover.ctx)
@@ -92,7 +114,7 @@ def _optimum(prover, formula, params) -> tuple[int | None, dict]:
     # the optimizer spent its whole 3 s and gave up (matmul_dynamic_k: 3.0 of the
     # proof's 3.6 s), and then the binary search decides anyway.
     optimizer.set("rlimit", OPTIMIZER_RLIMIT)
-    optimizer.add(*prover.nonneg, formula, *[top >= p for p in params])
+    optimizer.add(*prover.nonneg, prover.either(*cases), *[top >= p for p in params])
     optimizer.minimize(top)
     if optimizer.check() != z3.sat:
         return None, {}
@@ -101,11 +123,57 @@ def _optimum(prover, formula, params) -> tuple[int | None, dict]:
                                   for n, p in prover.terms.params.items()}
 
 
+def _diagonal(prover, cases, params, good: int, high: int) -> tuple[int, dict] | None:
+    """A proposal for the limit: the v in (good, high] where the valuation with every
+    parameter equal to v first violates (doubling from `good`, then bisection), and that
+    violation; None when no such point up to `high` violates or a point query is
+    undecided. Each query fixes every parameter, so the counts are polynomials in the
+    loop indices alone: milliseconds each, where Z3's optimizer gives up on non-linear
+    counts and the binary search's "holds up to P" queries took 2-6 s each on
+    matmul_fully_optimized (the limit, 35, then took 15 s to state). The stated limit
+    never rests on it: `range_limit` proves "holds up to v - 1", and the violation at
+    v has every parameter equal to v, so v - 1 is exactly the limit."""
+    full = prover.rlimit
+    prover.rlimit = min(full, prover.options.first_query_rlimit)
+
+    def point(v: int):
+        # First one query over every case: with the parameters fixed it is usually fast
+        # (flash: 0.1 s, where 51 queries, one per case, took 2.5 s); case by case when
+        # it is undecided.
+        fixed = [p == v for p in params]
+        answer = prover.query([prover.either(*cases), *fixed], f"int32@{v}")
+        return answer if answer[0] != ProofStatus.UNKNOWN else _violated(prover, cases, fixed, f"int32@{v}")
+
+    try:
+        below, step = good, 1  # the point `below` holds (`good` is the lower bounds' largest)
+        while True:
+            v = min(below + step, high)
+            status, extra = point(v)
+            if status == ProofStatus.FAILED:
+                break
+            if status != ProofStatus.PROVED or v >= high:
+                return None
+            below, step = v, 2 * step
+        above, witness = v, extra
+        while above - below > 1:
+            middle = (below + above) // 2
+            status, extra = point(middle)
+            if status == ProofStatus.FAILED:
+                above, witness = middle, extra
+            elif status == ProofStatus.PROVED:
+                below = middle
+            else:
+                return None
+        return above, witness
+    finally:
+        prover.rlimit = full
+
+
 def range_limit(prover, lower: dict[str, int]) -> RangeLimit:
     """The largest parameter value for which the range holds (see the module docstring)."""
-    formula = violation(prover)
+    cases = violations(prover)
     params = list(prover.terms.params.values())
-    status, extra = prover.query([formula], "int32")
+    status, extra = _violated(prover, cases, [], "int32")
     if status == ProofStatus.PROVED:
         return RangeLimit(ALL)
     if status != ProofStatus.FAILED:
@@ -115,15 +183,22 @@ def range_limit(prover, lower: dict[str, int]) -> RangeLimit:
         return ", ".join(f"{k}={v}" for k, v in sorted(valuation.items()))
 
     def at_most(cap: int):
-        return prover.query([formula] + [p <= cap for p in params], f"int32-{cap}")
+        return _violated(prover, cases, [p <= cap for p in params], f"int32-{cap}")
 
     first = extra
     good = max(lower.values(), default=0)
-    guess, witness = _optimum(prover, formula, params)
+    # Two proposals for the limit, each proved below or dropped: the optimizer's (exact
+    # and quick where the counts are linear), then the diagonal's (where they are not).
+    guess, witness = _optimum(prover, cases, params)
     if guess is not None and guess - 1 >= good:  # confirmed below by a query with the usual budget
         status, extra = at_most(guess - 1)
         if status == ProofStatus.PROVED:
             return RangeLimit(UP_TO, guess - 1, f"at {text(witness)} a counter or threshold leaves it")
+    diagonal = _diagonal(prover, cases, params, good, max(first.values(), default=good))
+    if diagonal is not None and diagonal[0] - 1 >= good and diagonal[0] != guess:
+        status, extra = at_most(diagonal[0] - 1)
+        if status == ProofStatus.PROVED:
+            return RangeLimit(UP_TO, diagonal[0] - 1, f"at {text(diagonal[1])} a counter or threshold leaves it")
     status, extra = at_most(good)
     if status == ProofStatus.FAILED:
         return RangeLimit(NONE, reason=f"a counter or threshold leaves the range at {text(extra)}")

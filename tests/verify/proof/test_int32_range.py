@@ -174,3 +174,75 @@ def test_a_limit_the_full_budget_cannot_prove_is_at_least_never_up_to(monkeypatc
     _undecided_int32(monkeypatch, lambda prover, cap: cap == limit)
     proof = prove(program, ProofOptions())
     assert (proof.int32.status, proof.int32.max_param) == (AT_LEAST, limit - 1)
+
+
+def _stated_valuation(reason: str) -> dict[str, int]:
+    """The valuation named by an up-to statement's reason ("at N=23, M=4 a counter ...")."""
+    named = reason.split("at ", 1)[1].split(" a counter", 1)[0]
+    return {k: int(v) for k, v in (item.split("=") for item in named.split(", "))}
+
+
+def _statement_agrees_with_brute_force(program, limit) -> bool:
+    """The stated limit is the brute-forced one, and the valuation it names leaves the range."""
+    expected = brute_limit(program, 40)
+    if (limit.status, limit.max_param) != (UP_TO, expected):
+        return False
+    return counter_range_violation(unroll(program, _stated_valuation(limit.reason))) is not None
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param(ONE, id="one-parameter"),
+    pytest.param(TWO, id="two-parameters", marks=pytest.mark.slow),
+])
+def test_the_diagonal_alone_states_the_brute_forced_limit(monkeypatch, text):
+    # Without the optimizer's proposal (it gives up on non-linear counts), the diagonal's
+    # (every parameter equal, doubling then bisection) is proved below and stated.
+    from verify.proof import int32 as int32_module
+
+    monkeypatch.setattr(int32_module, "_optimum", lambda prover, cases, params: (None, {}))
+    asked = []
+    real = int32_module._violated
+
+    def violated(prover, cases, bounds, name):
+        asked.append(name)
+        return real(prover, cases, bounds, name)
+
+    monkeypatch.setattr(int32_module, "_violated", violated)
+    program = parse(text)
+    proof = prove(program, ProofOptions())
+    assert _statement_agrees_with_brute_force(program, proof.int32)
+    # Proved by one "holds up to" query (the binary search did not run).
+    assert [n for n in asked if n.startswith("int32-")] == [f"int32-{proof.int32.max_param}"]
+
+
+def test_a_diagonal_proposal_below_the_limit_is_caught_by_the_brute_force_check(monkeypatch):
+    # Teeth for the test above: a diagonal that proposes a point below the limit with a
+    # made-up violation gets "holds up to" proved, and the check rejects the statement.
+    from verify.proof import int32 as int32_module
+
+    program = parse(ONE)
+    limit = brute_limit(program, 40)
+    monkeypatch.setattr(int32_module, "_optimum", lambda prover, cases, params: (None, {}))
+    monkeypatch.setattr(int32_module, "_diagonal",
+                        lambda prover, cases, params, good, high: (limit - 2, {"N": limit - 2}))
+    assert not _statement_agrees_with_brute_force(program, prove(program, ProofOptions()).int32)
+
+
+def test_a_range_case_left_undecided_is_never_stated_as_holding(monkeypatch):
+    # "Holds up to P" is asked one case (op, counter or wait) at a time: one undecided
+    # case leaves P undecided even when every other case is proved.
+    from verify.proof import obligations as obligations_module
+
+    real = obligations_module.Prover.query
+    seen = set()
+
+    def query(self, facts, name):
+        if name.startswith("int32-") and name not in seen:
+            seen.add(name)  # the first case of each "holds up to P" query
+            return ProofStatus.UNKNOWN, "made undecided"
+        return real(self, facts, name)
+
+    monkeypatch.setattr(obligations_module.Prover, "query", query)
+    proof = prove(parse(ONE), ProofOptions())
+    assert proof.status == ProofStatus.PROVED
+    assert proof.int32.status not in (UP_TO, ALL)
