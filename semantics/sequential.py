@@ -104,6 +104,20 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
     loop_env: list[tuple[str, int]] = []
     iters: dict[str, int] = {}
     compiled = compiled or compiler()  # expressions compiled once, evaluated per instance
+    shapes: dict[int, tuple] = {}  # id(op) -> (op, its accesses' evaluators, its waits' evaluators)
+
+    def shape(op: Op) -> tuple:
+        """Per op, once per unrolling: (access, written, the index evaluators or None when
+        an index is a range) in evaluation order (reads, then writes), and the waits'
+        (engine number, threshold evaluator)."""
+        hit = shapes.get(id(op))
+        if hit is None or hit[0] is not op:
+            accesses = tuple((a, written, None if any(isinstance(i, Range) for i in a.indices)
+                              else tuple(compiled(i) for i in a.indices))
+                             for a, written in [(a, False) for a in op.reads] + [(a, True) for a in op.writes])
+            waits = tuple((engine_number[w.engine], compiled(w.threshold)) for w in op.waits)
+            hit = shapes[id(op)] = (op, accesses, waits)
+        return hit
 
     def where() -> str:
         return valuation_text(valuation + tuple(loop_env))
@@ -114,15 +128,16 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                 case Op():
                     engine = engine_number[stmt.engine]
                     accesses: dict[Element, bool] = {}
+                    _, evaluated, thresholds = shape(stmt)
                     try:
-                        for access, written in [(a, False) for a in stmt.reads] + [(a, True) for a in stmt.writes]:
-                            if any(isinstance(i, Range) for i in access.indices):
+                        for access, written, indices in evaluated:
+                            if indices is None:
                                 targets = elements(access, env)
                             else:  # one element: the compiled fast path
-                                targets = ((access.buffer, *(compiled(i)(env) for i in access.indices)),)
+                                targets = ((access.buffer, *[index(env) for index in indices]),)
                             for element in targets:
                                 accesses[element] = accesses.get(element, False) or written
-                        waits = tuple((engine_number[w.engine], compiled(w.threshold)(env, iters)) for w in stmt.waits)
+                        waits = tuple((number, threshold(env, iters)) for number, threshold in thresholds)
                         syncs = tuple((s.kind, engine_number[s.engine], _sync_id(s, env)) for s in stmt.syncs)
                     except EvalError as err:
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None

@@ -47,3 +47,22 @@ def test_errors_and_deep_trees_are_the_evaluators():
     assert compile_expr(deep)({}) == 401
     cached = compiler()
     assert cached(zero) is cached(zero)
+
+
+def test_an_unrolling_with_a_compiler_shared_across_valuations_is_the_unshared_one():
+    # The bounded check shares one compiler among a program's valuations
+    # (verify/engines/valuations.py); each unrolling must still be its own.
+    import itertools
+    from pathlib import Path
+
+    from semantics.parser import parse_file
+    from semantics.sequential import unroll
+
+    root = Path(__file__).resolve().parents[2] / "kernels"
+    for name in ("suite/matmul_fully_optimized.sync", "triangular_attention.sync", "masked_wait.sync",
+                 "suite/flash_attention_causal.sync"):
+        program = parse_file(str(root / name))
+        shared = compiler()
+        for combo in itertools.islice(itertools.product(range(3), repeat=len(program.params)), 40):
+            values = {p.name: max(v, p.lower) for p, v in zip(program.params, combo)}
+            assert unroll(program, values, compiled=shared) == unroll(program, values), (name, values)
