@@ -258,14 +258,12 @@ def _names(pieces, atoms: Atoms) -> set:
 
 
 def _build_count(plan, names, ctx) -> z3.ArithRef:
-    terms = []
-    for guard_plans, body_plan, den_value in plan:
-        body = _build(body_plan, names, ctx)
-        if den_value != 1:
-            body = body / den_value  # exact: the count is an integer where conds hold
-        guard = [_build_atom(a, names, ctx) for a in guard_plans]
-        terms.append(z3.If(z3.And(*guard), body, z3.IntVal(0, ctx)) if guard else body)
-    return z3.Sum(*terms) if terms else z3.IntVal(0, ctx)
+    ctx = ctx if ctx is not None else z3.main_ctx()  # as z3's operators take None
+    raw = _Raw(ctx)
+    try:
+        return z3.ArithRef(raw.count(plan, names), ctx)
+    finally:
+        raw.release()
 
 
 def _plan(pieces, atoms: Atoms) -> tuple:
@@ -302,32 +300,75 @@ def _poly_plan(e: sp.Expr, atoms: Atoms) -> tuple:
     raise Unsupported(f"cannot translate {e} to Z3")
 
 
-def _build_atom(plan, names, ctx) -> z3.BoolRef:
-    kind, poly = plan
-    term = _build(poly, names, ctx)
-    return term >= 0 if kind == "ge" else term == 0
+class _Raw:
+    """A count's Z3 term built through Z3's C API: the Z3 calls z3's Python operators make
+    for `IntVal`, `Sum`, `*`, `/`, `>=`, `==`, `And` and `If`, in the same order, hence the
+    same terms with the same ids (tests/verify/proof/test_count_terms.py), without the
+    wrapper object and sort checks per node that made building the terms 6.5 s of
+    flash_attention_causal's 54 s proof. Every node made is kept (inc_ref) until the
+    whole term holds it, as the wrappers kept them."""
 
+    def __init__(self, ctx: z3.Context):
+        self.ctx, self.ref = ctx, ctx.ref()
+        self.int_sort = z3.IntSort(ctx).ast
+        self.kept: list = []
 
-def _build(plan, names, ctx) -> z3.ArithRef:
-    match plan:
-        case ("int", value):
-            return z3.IntVal(value, ctx)
-        case ("name", name):
-            return names[name]
-        case ("fd" | "mod", dividend, divisor):
-            x = _build(dividend, names, ctx)
-            return py_floordiv(x, z3.IntVal(divisor, ctx)) if plan[0] == "fd" else py_mod(x, z3.IntVal(divisor, ctx))
-        case ("add", parts):
-            return z3.Sum(*[_build(a, names, ctx) for a in parts])
-        case ("mul", factors):
-            out = z3.IntVal(1, ctx)
-            for a in factors:
-                out = out * _build(a, names, ctx)
-            return out
-        case ("pow", base, exponent):
-            base = _build(base, names, ctx)
-            out = base
-            for _ in range(exponent - 1):
-                out = out * base
-            return out
-    raise TypeError(f"not a count plan: {plan!r}")
+    def keep(self, ast):
+        z3.Z3_inc_ref(self.ref, ast)
+        self.kept.append(ast)
+        return ast
+
+    def release(self) -> None:
+        for ast in self.kept:
+            z3.Z3_dec_ref(self.ref, ast)
+        self.kept = []
+
+    def number(self, value: int):
+        return self.keep(z3.Z3_mk_numeral(self.ref, str(value), self.int_sort))
+
+    def apply(self, make, args: list):
+        return self.keep(make(self.ref, len(args), (z3.Ast * len(args))(*args)))
+
+    def count(self, plan, names):
+        terms = []
+        for guard_plans, body_plan, den_value in plan:
+            body = self.build(body_plan, names)
+            if den_value != 1:  # exact: the count is an integer where conds hold
+                body = self.keep(z3.Z3_mk_div(self.ref, body, self.number(den_value)))
+            if guard_plans:
+                guard = self.apply(z3.Z3_mk_and, [self.atom(a, names) for a in guard_plans])
+                body = self.keep(z3.Z3_mk_ite(self.ref, guard, body, self.number(0)))
+            terms.append(body)
+        return self.apply(z3.Z3_mk_add, terms) if terms else self.number(0)
+
+    def atom(self, plan, names):
+        kind, poly = plan
+        term = self.build(poly, names)
+        make = z3.Z3_mk_ge if kind == "ge" else z3.Z3_mk_eq
+        return self.keep(make(self.ref, term, self.number(0)))
+
+    def build(self, plan, names):
+        match plan:
+            case ("int", value):
+                return self.number(value)
+            case ("name", name):
+                return names[name].as_ast()
+            case ("fd" | "mod", dividend, divisor):
+                # Rare: through z3's operators (symbolic.py), the node kept as above.
+                x = z3.ArithRef(self.build(dividend, names), self.ctx)
+                divide = py_floordiv if plan[0] == "fd" else py_mod
+                quotient = divide(x, z3.IntVal(divisor, self.ctx))  # alive until kept
+                return self.keep(quotient.as_ast())
+            case ("add", parts):
+                return self.apply(z3.Z3_mk_add, [self.build(a, names) for a in parts])
+            case ("mul", factors):
+                out = self.number(1)
+                for a in factors:
+                    out = self.apply(z3.Z3_mk_mul, [out, self.build(a, names)])
+                return out
+            case ("pow", base, exponent):
+                base = out = self.build(base, names)
+                for _ in range(exponent - 1):
+                    out = self.apply(z3.Z3_mk_mul, [out, base])
+                return out
+        raise TypeError(f"not a count plan: {plan!r}")
