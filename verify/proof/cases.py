@@ -40,41 +40,64 @@ MAX_SPLITS = 24  # conditions fixed along one branch
 PRUNE_RLIMIT = 200_000  # for "this branch's conditions contradict the base facts"
 
 
-def _subterms(terms, into):
-    """The distinct subterms of `terms` (by Z3 id), depth first, left to right, going
-    into a term's children only where `into(term)` holds."""
+def _subterms(terms, into_kinds):
+    """The distinct subterms of `terms` (by Z3 id), depth first, left to right, as (raw
+    AST, declaration kind), going into an application's arguments only where its
+    declaration kind is in `into_kinds` (None: every application's). Through Z3's C
+    API: the Python API's wrapper per child made this walk 2.6 s of flash attention's
+    54 s proof. Reads only: no term is made, so no id changes."""
+    if not terms:
+        return
+    ref = terms[0].ctx.ref()
     seen: set[int] = set()
-    stack = list(reversed(terms))
+    stack = [t.as_ast() for t in reversed(terms)]
     while stack:
-        term = stack.pop()
-        if term.get_id() in seen:
+        ast = stack.pop()
+        key = z3.Z3_get_ast_id(ref, ast)
+        if key in seen:
             continue
-        seen.add(term.get_id())
-        yield term
-        if into(term):
-            stack.extend(reversed(term.children()))
+        seen.add(key)
+        if z3.Z3_get_ast_kind(ref, ast) != z3.Z3_APP_AST:  # numerals, variables, quantifiers
+            yield ast, None
+            continue
+        kind = z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, ast))
+        yield ast, kind
+        if into_kinds is None or kind in into_kinds:
+            stack.extend(z3.Z3_get_app_arg(ref, ast, k) for k in reversed(range(z3.Z3_get_app_num_args(ref, ast))))
+
+
+def _int_sorted(ref, ast) -> bool:
+    return z3.Z3_get_sort_kind(ref, z3.Z3_get_sort(ref, ast)) == z3.Z3_INT_SORT
 
 
 def ite_conditions(terms, by_count: bool = False) -> list:
     """The distinct conditions of the integer if-then-else subterms of `terms`, in the
     order first met (depth first, left to right), or the most frequent first."""
     found: dict[int, list] = {}
-    for term in _subterms(terms, lambda t: not z3.is_quantifier(t)):
-        if z3.is_app_of(term, z3.Z3_OP_ITE) and term.sort().kind() == z3.Z3_INT_SORT:
-            cond = term.arg(0)
-            found.setdefault(cond.get_id(), [cond, 0])[1] += 1
+    ref = terms[0].ctx.ref() if terms else None
+    for ast, kind in _subterms(terms, None):
+        if kind == z3.Z3_OP_ITE and _int_sorted(ref, ast):
+            cond = z3.Z3_get_app_arg(ref, ast, 0)
+            found.setdefault(z3.Z3_get_ast_id(ref, cond), [cond, 0])[1] += 1
     conds = list(found.values())
     if by_count:
         conds.sort(key=lambda pair: -pair[1])  # stable: first met among equals
-    return [cond for cond, _ in conds]
+    ctx = terms[0].ctx if terms else None
+    return [z3.BoolRef(cond, ctx) for cond, _ in conds]  # kept alive by `terms`
+
+
+_CONNECTIVES = frozenset((z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT))
+_COMPARISONS = frozenset((z3.Z3_OP_LE, z3.Z3_OP_GE, z3.Z3_OP_LT, z3.Z3_OP_GT, z3.Z3_OP_EQ))
 
 
 def comparisons(conds) -> list:
     """The distinct integer comparisons (atoms) the conditions are made of."""
-    connective = lambda t: z3.is_and(t) or z3.is_or(t) or z3.is_not(t)  # noqa: E731
-    return [t for t in _subterms(conds, connective)
-            if (z3.is_le(t) or z3.is_ge(t) or z3.is_lt(t) or z3.is_gt(t) or z3.is_eq(t))
-            and t.arg(0).sort().kind() == z3.Z3_INT_SORT]
+    if not conds:
+        return []
+    ctx = conds[0].ctx
+    ref = ctx.ref()
+    return [z3.BoolRef(ast, ctx) for ast, kind in _subterms(conds, _CONNECTIVES)
+            if kind in _COMPARISONS and _int_sorted(ref, z3.Z3_get_app_arg(ref, ast, 0))]
 
 
 class Cases:

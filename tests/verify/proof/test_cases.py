@@ -154,3 +154,56 @@ def test_flash_attention_causal_waits_are_proved_exact_in_the_first_round(op, en
     y = prover.terms.sites[op]
     (wait,) = [w for w in y.op.waits if w.engine == engine]
     assert prover.exact(y, wait).status == "proved"
+
+
+def _python_subterms(terms, into):
+    seen, stack = set(), list(reversed(terms))
+    while stack:
+        term = stack.pop()
+        if term.get_id() in seen:
+            continue
+        seen.add(term.get_id())
+        yield term
+        if into(term):
+            stack.extend(reversed(term.children()))
+
+
+def _python_ite_conditions(terms, by_count=False):
+    found = {}
+    for term in _python_subterms(terms, lambda t: not z3.is_quantifier(t)):
+        if z3.is_app_of(term, z3.Z3_OP_ITE) and term.sort().kind() == z3.Z3_INT_SORT:
+            found.setdefault(term.arg(0).get_id(), [term.arg(0), 0])[1] += 1
+    conds = sorted(found.values(), key=lambda pair: -pair[1]) if by_count else list(found.values())
+    return [c for c, _ in conds]
+
+
+def _python_comparisons(conds):
+    into = lambda t: z3.is_and(t) or z3.is_or(t) or z3.is_not(t)  # noqa: E731
+    return [t for t in _python_subterms(conds, into)
+            if (z3.is_le(t) or z3.is_ge(t) or z3.is_lt(t) or z3.is_gt(t) or z3.is_eq(t))
+            and t.arg(0).sort().kind() == z3.Z3_INT_SORT]
+
+
+@pytest.mark.parametrize("name", ["flash_attention_causal", "matmul_fully_optimized", "long_row_reduce"])
+def test_the_c_api_walks_find_the_python_api_walks_conditions_and_comparisons(name):
+    # ite_conditions and comparisons walk terms through Z3's C API; the same walk
+    # through z3's Python API (as they were written first) finds the same terms in the
+    # same order, on the thresholds and local indices of a recorded synced kernel.
+    program = parse_file(str(SYNCED / f"suite__{name}.sync.threshold.sync"))
+    prover = Prover(program, ProofOptions(timeout=None))
+    terms = prover.terms
+    found = []
+    for y in terms.sites.values():
+        env = terms.env(y, "r")
+        found += [t for t in (terms.threshold(y, e, env) for e in program.engines) if t is not None]
+        found.append(terms.local(y, y.op.engine, env))
+    checked = 0
+    for term in found + [z3.And(*[t >= 0 for t in found])]:
+        for by_count in (False, True):
+            conds = cases_module.ite_conditions([term], by_count)
+            expected = _python_ite_conditions([term], by_count)
+            assert [c.get_id() for c in conds] == [c.get_id() for c in expected]
+            assert [c.get_id() for c in cases_module.comparisons(conds)] == \
+                [c.get_id() for c in _python_comparisons(expected)]
+            checked += len(conds)
+    assert checked > 20
