@@ -1,0 +1,62 @@
+"""The options of an all-values proof (every budget in one place) and the two small
+facts every part of the proof reads from them: the parameters' lowest values and the
+wording of an ended budget."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from semantics.ir import Program
+
+from verify.verdicts import Property
+
+
+@attrs.frozen
+class ProofOptions:
+    """Every budget of an all-values proof, in one place."""
+
+    property: str = Property.BISIMULATION
+    query_rlimit: int = 40_000_000  # per Z3 query, in Z3 resource units: the same answer on any load
+    # The first round's budget per query (prove.py `in_two_rounds`): every obligation is
+    # tried with it first, and only those it leaves unproved get query_rlimit.
+    first_query_rlimit: int = 2_000_000
+    query_timeout_ms: int = 60_000  # per Z3 query, wall time (a safety net behind the rlimit)
+    timeout: float | None = 60.0  # seconds for the whole proof
+    max_witnesses: int = 48  # candidate index tuples per witness op
+    seed: int = 0
+    dump_smt: str | None = None  # directory for the .smt2 of a query that ends unknown
+    max_states: int = 200_000  # for the explicit check of a model's valuation
+    # (name, value): parameters range over value.. instead of their declared lower bound
+    # (`param K >= 1`; 0 if none); the larger of the two applies (see `domain_lower`).
+    lower: tuple = ()
+    progress: Callable[[str], None] | None = None
+    # Worker processes the obligations are shared among (verify/proof/jobs.py); 1: this
+    # process. The answers are deterministic for a given value, not across values.
+    jobs: int = 1
+    # How workers start (multiprocessing): "forkserver" forks them from a server process
+    # started fresh, so their answers do not depend on what the calling process did before
+    # (with "fork", ring_buffer's proof took 1.6 s or 6.6 s after three other proofs);
+    # "fork" copies the caller (the tests use it to inject faults into workers).
+    start_method: str = "forkserver"
+    # Z3's memory limit in each worker process, in MB (None: none): a query that reaches it
+    # ends unknown (verify/proof/jobs.py). A query's own `max_memory` did not hold it. Z3
+    # counts the whole process: a forked worker (start_method "fork") counts the caller's
+    # Z3 memory too.
+    worker_memory_mb: int | None = 2048
+
+
+
+def domain_lower(program: Program, options: ProofOptions) -> dict[str, int]:
+    """The lowest value of every parameter in the proof's domain: its declared lower
+    bound (the kernel's assumption), raised by `options.lower`."""
+    given = dict(options.lower)
+    return {p.name: max(p.lower, given.get(p.name, 0)) for p in program.params}
+
+
+def budget_ran_out(timeout: float | None) -> str:
+    """The one wording of an ended budget, wherever it is seen first (prove.py's driver,
+    an obligation, a query): which sees it first depends on timing."""
+    amount = "" if timeout is None else f" of {timeout:g} s"
+    return f"the proof's time budget{amount} ran out"
