@@ -18,3 +18,17 @@ def test_suite_bench_times_the_files_it_is_given():
     rows = json.loads(run.stdout)
     assert sorted(r["kernel"] for r in rows) == sorted(FILES)
     assert all(r["cpu_seconds"] >= 0 and r["waits"] > 0 and r["strategy"] == "threshold" for r in rows)
+
+
+def _run(*args) -> str:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def test_proof_benches_run_on_a_small_kernel():
+    # The proof's benchmarks (docs/proofs.md): every obligation proved, with its parts.
+    parts = _run("bench/proof_parts.py", "kernels/suite/pingpong.sync")
+    assert "4 of 4 obligations proved" in parts and " check" in parts
+    each = _run("bench/obligation_bench.py", "kernels/suite/pingpong.sync", "--range", "inproc")
+    assert "4 proved" in each and "range (inproc): up-to 2147483647" in each
+    table = _run("bench/prove_bench.py", "--jobs", "2", "kernels/suite/pingpong.sync")
+    assert "pingpong.sync | proved | " in table
