@@ -180,7 +180,7 @@ def range_limit(prover, lower: dict[str, int]) -> RangeLimit:
         return RangeLimit(UNKNOWN, reason=str(extra))
 
     def text(valuation: dict) -> str:
-        return ", ".join(f"{k}={v}" for k, v in sorted(valuation.items()))
+        return ", ".join(f"{k}={v}" for k, v in sorted(valuation.items())) or "the kernel's only valuation"
 
     def at_most(cap: int):
         return _violated(prover, cases, [p <= cap for p in params], f"int32-{cap}")

@@ -246,3 +246,31 @@ def test_a_range_case_left_undecided_is_never_stated_as_holding(monkeypatch):
     proof = prove(parse(ONE), ProofOptions())
     assert proof.status == ProofStatus.PROVED
     assert proof.int32.status not in (UP_TO, ALL)
+
+
+# Thresholds that leave the range only off the diagonal: with M = N they are 0.
+OFF_DIAGONAL = """engines A B
+param N, M
+for i in 0..N {
+  A w writes a[i]
+  B r reads a[i] wait A >= i + 1
+  B s reads b[i] wait A >= -100000000 * (M - N) * (M - N)
+}
+"""
+
+
+def test_a_limit_off_the_diagonal_is_still_the_brute_forced_one():
+    # The diagonal proposes nothing here (every point with M = N holds); the binary
+    # search decides, and its limit is the brute-forced one.
+    program = parse(OFF_DIAGONAL)
+    proof = prove(program, ProofOptions())
+    assert proof.status == ProofStatus.PROVED
+    assert _statement_agrees_with_brute_force(program, proof.int32)
+
+
+def test_a_kernel_without_parameters_that_leaves_the_range_says_so_in_words():
+    text = "engines A B\nA w writes a[0]\nB r reads a[0] wait A >= 1\nB s reads b[0] wait A >= -3000000000\n"
+    proof = prove(parse(text), ProofOptions())
+    assert proof.status == ProofStatus.PROVED
+    assert proof.int32.status == "none"
+    assert proof.int32.reason.endswith("at the kernel's only valuation")
