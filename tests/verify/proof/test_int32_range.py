@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semantics.machines import counter_range_violation
 from semantics.parser import parse
@@ -274,3 +276,38 @@ def test_a_kernel_without_parameters_that_leaves_the_range_says_so_in_words():
     assert proof.status == ProofStatus.PROVED
     assert proof.int32.status == "none"
     assert proof.int32.reason.endswith("at the kernel's only valuation")
+
+
+SCALES = [0, 3_000_000, 40_000_000, 200_000_000]
+
+
+@st.composite
+def scaled_kernels(draw) -> str:
+    """Exact two-parameter kernels whose third op's threshold (at or below 0: it always
+    holds) leaves the range once the parameters grow: linear or not in the indices."""
+    c1, c2, c3 = draw(st.tuples(*[st.sampled_from(SCALES)] * 3).filter(any))
+    low_n, low_m = draw(st.integers(0, 2)), draw(st.integers(1, 2))
+    return (f"engines A B\nparam N >= {low_n}, M >= {low_m}\nfor i in 0..N {{\n  for j in 0..M {{\n"
+            f"    A w writes a[i, j]\n    B r reads a[i, j] wait A >= iters(j)\n"
+            f"    B s reads b[i, j] wait A >= -{c1} * i - {c2} * j - {c3} * i * j\n  }}\n}}\n")
+
+
+CAP = 24
+
+
+@pytest.mark.slow
+@settings(max_examples=10)
+@given(scaled_kernels())
+def test_the_statement_on_generated_kernels_is_the_brute_forced_one(text):
+    # Brute force up to CAP: a stated limit below it must be the brute-forced one (and
+    # its named valuation must leave the range); holding up to CAP, any statement of a
+    # limit >= CAP (or "all") agrees.
+    program = parse(text)
+    proof = prove(program, ProofOptions())
+    assert proof.status == ProofStatus.PROVED
+    expected = brute_limit(program, CAP)
+    limit = proof.int32
+    if expected is None:
+        assert limit.status == ALL or (limit.status in (UP_TO, AT_LEAST) and limit.max_param >= CAP)
+    else:
+        assert _statement_agrees_with_brute_force(program, limit), (limit, expected)
