@@ -145,7 +145,9 @@ def _diagonal(prover, cases, params, good: int, high: int) -> tuple[int, dict] |
         return answer if answer[0] != ProofStatus.UNKNOWN else _violated(prover, cases, fixed, f"int32@{v}")
 
     try:
-        below, step = good, 1  # the point `below` holds (`good` is the lower bounds' largest)
+        # `below`: a point taken to hold, from the lower bounds' largest (not asked: the
+        # result is a proposal, proved or dropped by `range_limit`).
+        below, step = good, 1
         while True:
             v = min(below + step, high)
             status, extra = point(v)
