@@ -39,6 +39,7 @@ from collections.abc import Callable
 import attrs
 import z3
 
+from semantics.compiled import compiler
 from semantics.errors import KernelError, UsageError
 from semantics.ir import Program, peer_clause
 from verify.engines.witness import range_check
@@ -253,10 +254,11 @@ def _check(program, bounds, options: Z3Options, deadline, every, result, run) ->
     # Unroll every valuation first, in the explicit engine's order: a kernel error at
     # some valuation ends that engine's run there unless an earlier one is unsound.
     usable, error, largest = [], None, 0
+    compiled = compiler()  # one for every valuation (verify/engines/valuations.py says why)
     for values in every:
         deadline.check()
         try:
-            unrolled = unroll(program, values, limit=options.max_instances)
+            unrolled = unroll(program, values, limit=options.max_instances, compiled=compiled)
             largest = max(largest, len(unrolled.instances))
             out_of_range = range_check(unrolled)  # the 32-bit range is part of soundness
             if out_of_range is not None:
