@@ -1,8 +1,8 @@
 """`snax-barrier`: SNAX's `insert-sync-barrier` pass, reproduced on an imported program.
 
-Source: snax-mlir (Python package `snaxc`), pass `insert-sync-barrier`, as described
-in issue 8 and pinned by its filecheck tests (tests/semantics/test_snax.py, inputs in tests/data/snax/). The
-rule, in the words of the pass:
+Source: snax-mlir (Python package `snaxc`), pass `insert-sync-barrier`, pinned by its
+filecheck tests (tests/semantics/test_snax.py, inputs in tests/data/snax/). The rule,
+in the words of the pass:
 
 - ops are *dispatched* to the DM core (memref.copy, XDMA streaming regions) or to the
   compute core (linalg.generic, other streaming regions); every other op is *global*

@@ -8,7 +8,8 @@ Each kernel runs in its own subprocess with a time limit. Output: one file per
 (kernel, strategy) in tests/data/sync_outputs/, `<id>.<strategy>.sync` (the printed
 program), and tests/data/sync_outputs/manifest.json with, per file, the status
 (`ok`, `refused` with the message, `timeout`), the number of waits, of barriers and of
-conservative waits. The rule the test encodes (docs/sync-speed.md): a later output is
+conservative waits. The rule the test encodes (docs/planner.md, "Outputs do not get
+worse"): a later output is
 byte-identical, or strictly better (fewer conservative waits, or as many and fewer
 waits) and bisimilar per the explicit engine; a refused or timed-out kernel may become
 anything sound.

@@ -3,7 +3,8 @@
 For each kernel: `sync` (threshold, barrier), `verify --json --scope bounded` (manual for
 hand-synchronized kernels, threshold for all), `simulate --json` (threshold). Outputs go
 to DIR, one file per (kernel, command); compare two snapshots with `diff -r`.
-Used for the layout change (issue 14): the outputs must be byte-identical before and after.
+For a change that must not alter what users see (a refactoring): the outputs must be
+byte-identical before and after.
 
     python bench/snapshot_outputs.py /tmp/before
     python bench/snapshot_outputs.py /tmp/after && diff -r /tmp/before /tmp/after

@@ -6,12 +6,12 @@ suite, SNAX .mlir): CPU and wall seconds per kernel and strategy, the slowest fi
 With FILEs (e.g. ../shared/repro/threshold_slow_nested_ifs.sync), those instead of kernels/.
 With --units, also the Z3 work of each kernel: its solver checks and the resource units
 they spent (Z3's deterministic `rlimit count`). These do not move with the machine's
-load, unlike the seconds (which varied 2.5x within one session on this shared machine),
+load, unlike the seconds (which vary severalfold on a shared machine),
 so an A/B of a planner change on them needs no same-hour pairing; they miss the Python
 side (simplifier, term building), which the seconds hold. The meter reads Z3's statistics
 around every check, so the seconds of a --units run are not comparable with others.
 
-Goal (issue 16, docs/sync-speed.md): every kernel < 0.3 s. CPU time is reported beside
+Goal (docs/planner.md): every kernel < 0.3 s. CPU time is reported beside
 wall time because the machine is shared: wall time includes waiting for a core.
 """
 

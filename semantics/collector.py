@@ -1,15 +1,15 @@
 """Fewer garbage collections while a strategy runs (algorithm/registry.py), a kernel
 is parsed (semantics/parser.py) or a program printed (semantics/printer.py). Not around
-whole CLI commands: that made `verify` 8-12 % slower (docs/sync-speed.md round 9).
+whole CLI commands: that made `verify` slower, since the all-values proof's Z3 work
+moves with when Python frees its terms (docs/planner.md, "Deterministic answers").
 
 Why. Planning allocates millions of small, acyclic, immutable IR nodes and Z3 wrappers,
 most of them short-lived, and keeps a few hundred thousand alive in the memos of pure
 functions (semantics/simplify.py's caches). CPython's default collector (thresholds
 700/10/10) then runs a young collection every 700 net allocations and, every so often, a
-full one over everything alive: 0.1-0.16 s each after a few suite kernels (measured
-after flash_attention_causal, matmul_fully_optimized and softmax: 350,000-505,000 live
-tracked objects). Which kernel pays a full collection depended on what ran before it
-(softmax alone: 0.15 s; after two big kernels: 0.43 s). Raising the young threshold
+full one over everything alive, hundreds of thousands of objects after a few large
+kernels. Which kernel pays a full collection then depends on what ran before it, not
+on its own work. Raising the young threshold
 for the duration of a strategy makes collections rare; what a cycle holds (a planning
 session's Z3 context) is still freed, by the collections that do run and after the
 strategy returns. The same practice as mypy's (`gc.set_threshold(200 * 1000, 30, 30)`
@@ -17,7 +17,7 @@ in its build). Answers do not move with it (measured: the Z3 checks and resource
 of all 43 kernels/ kernels and the 150 recorded outputs are the same): the planner's Z3
 terms are freed by reference counting as before; what waits for the collector is a
 finished session, whose Z3 context goes whole. (Timing matters there: Z3 reuses a freed
-term's id and ids order its search, docs/sync-speed.md round 9.)
+term's id and ids order its search, docs/planner.md.)
 
 The thresholds are restored on exit (nested uses restore in order), so a library caller
 sees its own settings again. `collector_paused` goes further, for the all-values proof:
@@ -63,10 +63,10 @@ def collector_paused():
     its effort on a non-linear query depends on the ids (verify/proof/jobs.py). The collector frees z3 term wrappers caught in
     reference cycles at moments set by the count of Python allocations, so any change to
     the Python code around the queries (one list more) moved an id, and re-rolled
-    answers: layernorm's proof asked the same 52 queries (same SMT-LIB text) and Z3's
-    effort parted at the 11th. Without the collector, terms are freed when their last
+    answers: the same queries (same SMT-LIB text) took another effort. Without the
+    collector, terms are freed when their last
     reference goes, at the same point of every run; the proof's cyclic garbage waits
-    (attention_cte_query_outer: 245 MB peak instead of 229 MB)."""
+    (a few per cent more peak memory)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

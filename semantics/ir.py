@@ -304,8 +304,7 @@ def dma_op(program: Program) -> Op | None:
 
 def uses_queues(program: Program) -> bool:
     """The program declares DMA queues (with triggers or increments): what the
-    all-values proof and the Lean export do not model (every checker engine does,
-    since issue 18)."""
+    all-values proof and the Lean export do not model (every checker engine does)."""
     return bool(program.queues)
 
 

@@ -166,7 +166,7 @@ def parse(data: bytes | str, filename: str | None = None) -> Program:
     """Parse and validate a kernel. Raises KernelError (with `filename` set).
     Deeply nested kernels need deep recursion; see `deep_recursion`."""
     try:
-        with deep_recursion(), fewer_collections():  # a 10,000-op kernel: 2.95 -> 2.57 s
+        with deep_recursion(), fewer_collections():  # semantics/collector.py says why
             return _parse(data)
     except RecursionError:
         raise KernelError("the kernel is nested too deeply to process", Loc(1, 1), filename) from None
@@ -200,7 +200,7 @@ def _parse(data: bytes | str) -> Program:
     parser = _lark()
     try:
         # Line items straight from the parser: no tree, so a long file needs no more
-        # memory than its IR (a 100,000-op kernel's lark tree, whole, peaked at 1.5 GB).
+        # memory than its IR (a whole lark tree of a long kernel is several times larger).
         items = parser.parse(text)
     except lark.exceptions.UnexpectedInput as exc:
         raise _syntax_error(parser, exc) from None

@@ -158,7 +158,7 @@ def _print_body(body, indent: int, out: list[str]) -> None:
 @fewer_collections()
 def print_program(program: Program) -> str:
     # Fewer collections: printing a 100,000-op program allocates enough to trigger full
-    # collections over the whole program (15.6 s of printing, most of it collecting).
+    # collections over the whole program, which would cost more than the printing.
     out: list[str] = []
     if program.name is not None:
         out.append(f"kernel {program.name}")

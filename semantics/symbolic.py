@@ -3,7 +3,7 @@
 Small plain functions: an expression or condition to a Z3 term (with Python's floor
 `//` and `%`), the iteration domain of a static instance, program order between two
 instances, and element equality of two accesses. The threshold algorithm proves its
-case analysis with these; the Z3 checker of issue 4 builds on them.
+case analysis with these; the Z3 checker (verify/engines/z3_*.py) builds on them.
 """
 
 from __future__ import annotations

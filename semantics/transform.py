@@ -2,8 +2,8 @@
 (semantics/parser.py rebuilds the blocks). Split from the parser to keep modules small.
 
 `ToIR` runs inside Lark's LALR parser (`Lark(transformer=...)`): each rule is turned into
-IR as it is reduced, so no parse tree is built (a 10,000-op kernel parsed in 2.9 s with
-the tree and a tree walk, in about half that without: docs/sync-speed.md round 9). Lark
+IR as it is reduced, so no parse tree is built: a parse tree of a long kernel costs as
+much time again as the reductions, and more memory than the IR. Lark
 gives such a transformer no positions (`meta`), so the grammar keeps every token
 (`keep_all_tokens`) and a rule's location is where its first token or sub-rule starts,
 which is what Lark's `propagate_positions` computed: a parenthesized group starts at

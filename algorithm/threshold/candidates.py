@@ -326,7 +326,7 @@ def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str
     earlier in the process; a query near the budget once ran out after other kernels
     had been planned (tests/data/threshold_cases/flat_index_double_buffer.sync). Each plan
     now has its own Z3 context (its Session), which removed that dependence
-    on the process's history, and since session 8 each query has a solver of its own on
+    on the process's history, and each query has a solver of its own on
     the plain SMT kernel (`Session.check_alone`), whose only budget is the resource
     limit (`z3.Solver()`'s tactics have wall-clock limits); an exhausted budget is still retried once with
     ten times as much before giving up, for queries that sit near the budget on their own."""

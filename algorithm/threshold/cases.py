@@ -1,8 +1,8 @@
-"""A second case analysis for the access pairs the first one misses (issue 16, exactness).
+"""A second case analysis for the access pairs the first one misses.
 
 The first analysis (candidates.py) guesses the latest conflicting producer instance
 from the equations, congruences and bounds that involve one free index at a time; Z3
-then checks the guess. Two shapes of kernel defeat it (docs/sync-speed.md, "Exactness
+then checks the guess. Two shapes of kernel defeat it (docs/planner.md, "Exactness
 on generated kernels"):
 
 - **piecewise indices** (`b[max(i, 1)]`, `a[if i < 1 then 0 else i - 1]`): no single

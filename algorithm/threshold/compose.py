@@ -1,4 +1,4 @@
-"""Planning by statement (issue 16): the threshold plan of a long program assembled
+"""Planning by statement: the threshold plan of a long program assembled
 from plans of its top-level statements, each distinct shape planned once.
 
 Rule. For a top-level statement S, the waits of S's ops depend only on

@@ -82,7 +82,7 @@ class Plan:
 def keep_z3_small(n: int, ctx: "Context") -> None:
     """Before the n-th op of a pass over a program: a fresh Z3 context in the pass's
     session every RENEW_AFTER_OPS ops (facts.py), and the context's own Z3 facts
-    rebuilt in it, so that long kernels plan in linear time (docs/sync-speed.md)."""
+    rebuilt in it, so that long kernels plan in linear time (docs/planner.md)."""
     if n and n % RENEW_AFTER_OPS == 0:
         ctx.session.renew()
         ctx.prefix.refresh_facts()
@@ -159,9 +159,9 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
             threshold = tidied(ctx, y, facts, threshold)
             if exact and "max(" in print_expr(threshold) and (chain := later_producers_first(parts)) != plain:
                 # A max Z3 did not resolve: the chain (later_producers_first) has none, and
-                # is kept when it tidies to less run-time arithmetic. Tidied first and
-                # always, the chain cost the nested-`if` reproducer 12 -> 21 s (its tidy
-                # reaches the wall-clock backstop) and gave two outputs more operators.
+                # is kept when it tidies to less run-time arithmetic. Not tidied always:
+                # its tidy can reach the wall-clock backstop (the nested-`if` reproducer),
+                # and where the max form resolves the chain is no better.
                 chain = tidied(ctx, y, facts, chain)
                 if operators(chain) < operators(threshold):
                     threshold = chain
@@ -260,7 +260,7 @@ def second_chance(session, program: Program, x: Site, y: Site, pair) -> list | N
 
 
 def dominates(x: Site, y: Site, candidates) -> bool:
-    """Dominance (issue 16): x sits directly in a body on y's trail (no loop or guard of
+    """Dominance: x sits directly in a body on y's trail (no loop or guard of
     its own), before y, and its first candidate, x in y's own iteration, conflicts
     unconditionally (the index equations simplified to true). Then that instance is
     the last conflicting x-instance before y: any later x-instance is in a later

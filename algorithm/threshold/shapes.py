@@ -1,4 +1,4 @@
-"""Memo by shape (issue 16): the exactness proof of an access pair, keyed by the pair's
+"""Memo by shape: the exactness proof of an access pair, keyed by the pair's
 shape rather than by object identity.
 
 `prove_candidates` asks Z3 about a formula built from nothing but: the parameters

@@ -19,7 +19,7 @@ The case's MLIR is re-parsed and edited in place:
   an op split on an `arith.select` gets one wait per counter, with an
   `if ... then ... else ...` threshold. (The kernel program counts trips 0, 1, 2, ...
   of a loop with a step; the emitted threshold substitutes `(iv - lo) // step` for the
-  trip index, so it is exact over `%iv`; issue 15 item 4.)
+  trip index, so it is exact over `%iv`.)
 - after each op whose core's counter some wait reads,
   `"syncproof.signal"() {core = "DM"}`: that core increments its counter in shared
   memory (TCDM atomic add) once the op has completed.

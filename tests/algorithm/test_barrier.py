@@ -1,4 +1,4 @@
-"""Issue 3: the `barrier` baseline (algorithm/barrier.py).
+"""The `barrier` baseline (algorithm/barrier.py).
 
 Sound, not minimal: on every kernel (corpus and tests/data/threshold_cases/) its output
 passes the soundness check (no unsound state, no deadlock) with every parameter over

@@ -1,7 +1,7 @@
 """The threshold planner's output depends on its input only: not on the machine's load,
-Python's hash order, or what ran before in the process (session 8: the irredundancy
-proof of repro/threshold_slow_nested_ifs answered unsat in some runs and unknown in
-others, because `z3.Solver()` runs tactics with wall-clock limits on a non-linear check;
+Python's hash order, or what ran before in the process (the irredundancy proof of
+repro/threshold_slow_nested_ifs could answer unsat in some runs and unknown in others,
+because `z3.Solver()` runs tactics with wall-clock limits on a non-linear check;
 the planner now asks only the plain SMT kernel, whose budget is the resource limit:
 `Session.check_alone`)."""
 
@@ -64,7 +64,8 @@ def test_teeth_a_planner_asking_the_combined_solver_is_caught(monkeypatch):
 
 @pytest.mark.parametrize("strategy", ["flags", "tokens"])
 def test_teeth_peers_asking_the_combined_solver_are_caught(strategy, monkeypatch):
-    """The peers' conflict queries (algorithm/peers.py) as they were before session 9."""
+    """The peers' conflict queries (algorithm/peers.py) on the combined solver,
+    whose tactics have wall-clock limits."""
     monkeypatch.setattr(z3, "SimpleSolver", lambda ctx=None, logFile=None: z3.Solver(ctx=ctx))
     assert _combined_solvers_made(monkeypatch, KERNELS[1], strategy) > 0
 
@@ -92,8 +93,8 @@ def test_output_is_the_same_under_other_hash_seeds():
 def test_an_unknown_of_the_incremental_solver_is_asked_again_alone(monkeypatch):
     """Facts.proves asks an incremental solver, whose answer depends on what it was asked
     before; its `unknown` is asked again of solvers of their own (Session.check_alone),
-    so skipping an earlier query cannot turn a proof into no proof (session 9: a skipped
-    query made flash_attention_causal's `fexp` wait keep a `max`). Here a budget of one
+    so skipping an earlier query cannot turn a proof into no proof (otherwise a skipped
+    query can leave a wait with a `max` Z3 resolved before). Here a budget of one
     resource unit makes the incremental check `unknown`; the stand-in for check_alone
     answers unsat, so the claim is proved through it and only through it."""
     asked = []
@@ -120,8 +121,8 @@ def _uncounted_query(ctx):
 def test_a_query_past_its_backstop_answers_unknown(monkeypatch):
     """The wall-clock backstop under the resource limit (facts.py `budget`): a query
     Z3 does not stop by its units gives `unknown`, both asked alone and incrementally,
-    instead of hanging `sync` (round 8: a nested-`if` kernel ran for minutes at 0.6M
-    of its 2M units). The backstop is shortened here; the units are made unlimited."""
+    instead of hanging `sync` (Z3's non-linear procedure can run for minutes below
+    its units). The backstop is shortened here; the units are made unlimited."""
     import time
 
     from algorithm.threshold import facts as facts_mod
@@ -168,7 +169,7 @@ def test_a_query_past_its_backstop_answers_unknown(monkeypatch):
 def test_backstop_leaves_room_for_every_counted_budget():
     """The backstop is twenty times what a budget takes at the measured unit rate, and
     never under 10 s: it cuts only queries whose units stopped counting, even on a
-    loaded machine (2M-unit queries took up to 3.9 s with 4-5 processes on 2 cores)."""
+    loaded machine, where a query takes several times its unloaded time."""
     from algorithm.threshold.facts import FACTS_RLIMIT, UNITS_PER_MS, backstop_ms
 
     assert backstop_ms(FACTS_RLIMIT) == 10_000 >= 20 * FACTS_RLIMIT // UNITS_PER_MS

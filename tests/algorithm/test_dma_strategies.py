@@ -176,7 +176,7 @@ def test_snax_barrier_soundness_on_queues_needs_its_barriers():
 
 @pytest.mark.parametrize("strategy", ["flags", "tokens"])
 def test_the_peers_plan_the_transfer_view_instead_of_refusing_queues(strategy):
-    # They refused queues before issue 18d; now they plan the transfer view and restore
+    # They plan the transfer view and restore, rather than refuse queues
     # (soundness on every DMA kernel: tests/algorithm/test_peer_queues.py).
     program = parse_file(str(KERNELS_DIR / "dma_trigger.sync"))
     synced = get_strategy(strategy)(program).program

@@ -1,4 +1,4 @@
-"""The threshold planner's shortcuts give the answers Z3 gives (issue 16).
+"""The threshold planner's shortcuts give the answers Z3 gives.
 
 Memo by shape (algorithm/threshold/shapes.py): `prove_candidates` answers a question
 from the session's memo when an earlier question had the same shape (loop variables

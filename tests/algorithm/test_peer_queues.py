@@ -1,4 +1,4 @@
-"""The peers `flags` and `tokens` on DMA queues (docs/peers.md, "DMA ops"; project issue 18).
+"""The peers `flags` and `tokens` on DMA queues (docs/peers.md, "DMA ops").
 
 A DMA op `E x via Q` is a trigger on E and a transfer on Q. Its consumer-side clauses
 (`waitflag F:id`, `pop F:q`) are part of the trigger's issue, on channels F -> Q; its

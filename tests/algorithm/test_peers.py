@@ -1,4 +1,4 @@
-"""Issue 6, item 4: the peer strategies `flags` and `tokens` (docs/peers.md).
+"""The peer strategies `flags` and `tokens` (docs/peers.md).
 
 Their primitives in the language (round trip, errors) and in the counter machine
 (a flag set twice is a reported hardware error, a pop on an empty queue blocks, a
@@ -172,8 +172,8 @@ def test_a_push_onto_a_full_queue_blocks_the_pusher():
 # --------------------------------------------------------------- soundness
 
 
-# Issue 18's faithful kernels need more than 8 flag ids between one engine pair per
-# iteration; the flags strategy then falls back to barriers (docs/peers.md), which the
+# The faithful NKI kernels (docs/nki-kernels.md) need more than 8 flag ids between one
+# engine pair per iteration; the flags strategy then falls back to barriers (docs/peers.md), which the
 # bench shows (flags cycles = barrier cycles). The fallback must stay sound.
 FLAG_ID_FALLBACK = {("flags", "matmul_fully_optimized"), ("flags", "flash_attention_causal")}
 

@@ -1,5 +1,4 @@
-"""Python-side savings of the planner change no answer (issue 16, docs/sync-speed.md
-round 9).
+"""Python-side savings of the planner change no answer (docs/planner.md, "Speed").
 
 - The redundancy proof's chain steps (algorithm/threshold/irredundant.py `ChainSteps`)
   are built once per plan: the Z3 queries the pass asks, and the output, are the same

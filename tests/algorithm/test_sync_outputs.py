@@ -1,4 +1,4 @@
-"""Outputs do not get worse (issue 16). tests/data/sync_outputs/ holds the `sync` output
+"""Outputs do not get worse. tests/data/sync_outputs/ holds the `sync` output
 of every kernel (kernels/**, kernels/snax/*.mlir, tests/data/threshold_cases/,
 tests/data/repro/) under the threshold and barrier strategies, as recorded before the
 speed work by bench/record_sync_outputs.py, with manifest.json (status, waits,
@@ -8,8 +8,8 @@ better and checked by the explicit engine:
 - strictly better: fewer conservative waits; or as many, no more barriers and fewer
   waits; or as many waits and barriers and less run-time arithmetic (the operators of
   every printed threshold, counted on the text: each is work an engine does per wait
-  instance, docs/design.md section 2). The third case came with the speed work of
-  session 8: Z3's answers on non-linear queries depend on the names in them, so a
+  instance, docs/design.md section 2). The third case is there because Z3's answers on
+  non-linear queries depend on the names in them, so a
   cheaper form of the same wait can appear (e.g. `max(a, b)` proved to be `b`);
 - checked: a threshold output that is fully exact (no conservative wait, no fallback)
   must be bisimilar, any other output sound (deadlock-free, no early issue);

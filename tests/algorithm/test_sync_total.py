@@ -1,4 +1,4 @@
-"""`sync` is total (issue 15 item 6, issue 16): every valid kernel gets a sound program,
+"""`sync` is total: every valid kernel gets a sound program,
 exact where the threshold analysis can, else conservative, else the barrier layout
 with local barriers, each fallback reported; and the algorithm keeps no solver state
 outside its sessions."""
@@ -162,8 +162,8 @@ def test_mixed_plain_and_modular_index_is_exact_and_bisimilar():
 
 @pytest.mark.slow
 def test_nested_ifs_reproducer_plans_and_is_bisimilar():
-    """tests/data/repro/threshold_slow_nested_ifs.sync ran past 120 s (re-counting the
-    same nested `if`s for every op); with counts memoized in the session it plans."""
+    """tests/data/repro/threshold_slow_nested_ifs.sync: without counts memoized in the
+    session it re-counts the same nested `if`s for every op and runs for minutes."""
     program = parse_file(str(REPRO / "threshold_slow_nested_ifs.sync"))
     result = get_strategy("threshold")(program)
     prop = "bisimulation" if not result.stats["conservative"] and not result.stats["fallback"] else "soundness"

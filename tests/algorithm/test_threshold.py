@@ -1,4 +1,4 @@
-"""Issue 3: the `threshold` strategy (algorithm/threshold/plan.py + algorithm/threshold/irredundant.py).
+"""The `threshold` strategy (algorithm/threshold/plan.py + algorithm/threshold/irredundant.py).
 
 Properties, each checked on every kernel of the corpus (kernels/, kernels/bugs/: the
 strategy replaces their hand-written sync, so buggy input sync is irrelevant) and on the
@@ -322,7 +322,7 @@ def test_generated_programs_threshold_is_exact_and_bisimilar(program):
     note(print_program(program))
     try:
         plan = threshold_mod.plan_thresholds(program)
-    except Unsupported as err:  # a refusal of a valid kernel is a failure (issue 15 item 6), never skipped
+    except Unsupported as err:  # refusing a valid kernel is a failure (sync is total), never a skip
         pytest.fail(f"the threshold strategy refuses a valid kernel: {err}\n{print_program(program)}")
     if any(e.threshold is None for e in plan.entries):
         # A wait neither exact nor countable: the strategy falls back to local barriers,

@@ -1,4 +1,4 @@
-"""Issue 15 items 5 and 7: parameter lower bounds (`param K >= 1`) and replica groups
+"""Parameter lower bounds (`param K >= 1`) and replica groups
 (`replica G`, the per-core copies of one global SNAX op).
 
 Lower bounds: they round-trip, a valuation below one is a kernel error at the

@@ -210,7 +210,7 @@ def test_unroll_triangular_loops():
 
 
 def test_upper_bound_below_lower_bound_is_an_empty_range():
-    """Python's range (docs/design.md section 5; was an EvalError before issue 15)."""
+    """Python's range (docs/language.md, "Loop bounds"): an empty range, not an error."""
     text = kernel("engines A", "param N", "for i in 0..N - 2 {", "  A x reads a", "}")
     assert names(run(text, N=3)) == ["x[i=0]"]
     assert names(run(text, N=1)) == []

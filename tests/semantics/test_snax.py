@@ -1,4 +1,4 @@
-"""Issue 8: SNAX import, conformance of `snax-barrier` with snax-mlir's
+"""SNAX import, conformance of `snax-barrier` with snax-mlir's
 insert-sync-barrier, verification of SNAX's output, and `--emit mlir`.
 
 Inputs: tests/data/snax/ (snax-mlir's insert-sync-barrier test and derived loop cases with

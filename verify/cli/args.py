@@ -6,8 +6,8 @@ import argparse
 
 
 def positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds > 0 (`--timeout 0` and `-1` were
-    accepted and meant "no limit" or an instant unknown; issue 15 item 9)."""
+    """An argparse type: a finite number of seconds > 0 (`--timeout 0` or `-1` would
+    otherwise mean "no limit" or an instant unknown, neither of which a user asks for)."""
     try:
         value = float(text)
     except ValueError:

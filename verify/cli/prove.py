@@ -9,7 +9,7 @@ from verify.cli.args import positive_seconds, proof_jobs
 from verify.verdicts import CheckResult, ProofStatus
 
 # The proof loads z3 and sympy: imported where it runs, so that `check` and `sync` start
-# without them (docs/sync-speed.md). verify/proof/obligations.py ProofOptions.timeout.
+# without them. verify/proof/obligations.py ProofOptions.timeout.
 DEFAULT_PROOF_TIMEOUT = 60.0
 # Worker processes of the proof (verify/proof/jobs.py). A fixed default, not the machine's
 # core count: the proof's answers are deterministic for a given number of workers.

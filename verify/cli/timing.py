@@ -17,7 +17,7 @@ from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, si
 
 SUITE = Path(__file__).resolve().parent.parent / "kernels" / "suite"
 BENCH_STRATEGIES = ("oracle", "threshold", "barrier", "flags", "tokens")
-# .mlir kernels (issue 8): SNAX's own pass, and SNAX's barriers in the file if any (manual)
+# .mlir kernels: SNAX's own pass, and SNAX's barriers in the file if any (manual)
 SNAX_BENCH_STRATEGIES = ("oracle", "threshold", "barrier", "snax-barrier")
 _VALUE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+)\s*$")
 

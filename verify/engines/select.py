@@ -1,6 +1,6 @@
 """Which per-valuation engine checks a program, and the one call that runs it (with
 fan-out). `auto` (the default): the happens-before engine for programs whose
-synchronization is waits and barriers, DMA queues included (issue 18; its argument:
+synchronization is waits and barriers, DMA queues included (its argument:
 docs/happens-before.md, "DMA queues"), the explicit engine for programs with flags or
 tokens. `hb` and `explicit` force one (`hb` refuses flags and tokens)."""
 

@@ -28,8 +28,8 @@ def valuations(bounds: tuple[tuple[str, int, int], ...]) -> "Valuations":
 @attrs.frozen
 class Valuations:
     """The valuations within inclusive bounds, by sum then lexicographically, made one
-    at a time: four parameters in 0..40 are 2.8 million, and sorting them first took 7 s
-    that no time limit could stop."""
+    at a time: four parameters in 0..40 are 2.8 million, and sorting them first would take
+    seconds that no time limit could stop."""
 
     bounds: tuple[tuple[str, int, int], ...]
 

@@ -224,8 +224,8 @@ def to_z3(pieces, names: dict, atoms: Atoms, ctx: z3.Context | None = None) -> z
     The sympy work (bringing each value and atom over a common denominator, expanding)
     depends on the count only, so it is done once per count (`_plan`, kept on `atoms`);
     each call builds the Z3 term from the plan, with the same Z3 calls in the same
-    order as building it from sympy directly (the proof of attention_cte_query_outer
-    spent 82 of 100 s in sympy's `together` for 5,121 local indices of a few counts)."""
+    order as building it from sympy directly (sympy's `together`, per instance, was
+    most of a large proof's time: a few counts at thousands of instances)."""
     plan = atoms.plans.get(pieces)
     if plan is None:
         plan = atoms.plans[pieces] = (_plan(pieces, atoms), sorted(_names(pieces, atoms)))
@@ -304,8 +304,8 @@ class _Raw:
     """A count's Z3 term built through Z3's C API: the Z3 calls z3's Python operators make
     for `IntVal`, `Sum`, `*`, `/`, `>=`, `==`, `And` and `If`, in the same order, hence the
     same terms with the same ids (tests/verify/proof/test_count_terms.py), without the
-    wrapper object and sort checks per node that made building the terms 6.5 s of
-    flash_attention_causal's 54 s proof. Every node made is kept (inc_ref) until the
+    wrapper object and sort checks per node that made term building a large part of a
+    large proof. Every node made is kept (inc_ref) until the
     whole term holds it, as the wrappers kept them."""
 
     def __init__(self, ctx: z3.Context):

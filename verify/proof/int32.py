@@ -13,8 +13,9 @@ value P such that, for every valuation with every parameter in [its lower bound,
 - a threshold: some wait's value at some instance is outside the range.
 
 A violation is a disjunction of cases, one per op and kind (its counter, each of its
-waits); "no violation within some bounds" is asked case by case (flash_attention_causal:
-34 s as one disjunction, 2 s as its 51 cases). First, with no upper bound: proved means
+waits); "no violation within some bounds" is asked case by case (a disjunction of many
+non-linear cases is far slower for Z3 than the cases one at a time). First, with no
+upper bound: proved means
 the range holds for every parameter value. Otherwise two proposals for the limit, each
 confirmed by proving that the range holds up to it: Z3's optimizer's smallest
 largest-parameter m of a violation (linear counts; a short budget), then the diagonal's
@@ -28,8 +29,7 @@ per query, taking an undecided P as "holds" for the moment; one full-budget quer
 proves the P it found (and only if that does not decide does the full-budget search
 run). The answer does not depend on the proposals or on the first search: they only
 save queries; "up to P" is stated only when P is proved and a violation at P + 1 was
-found (flash_attention_causal: "at least 215" after 78 s before the diagonal and the
-cases, "up to 426" in 6 s with them). Counts come from verify/proof/counts.py, as for
+found. Counts come from verify/proof/counts.py, as for
 the other obligations.
 """
 
@@ -91,8 +91,7 @@ def violations(prover) -> list[z3.BoolRef]:
 def _violated(prover, cases: list, bounds: list, name: str):
     """prover.query for "some case holds within `bounds`", asked case by case: PROVED when
     every case is, FAILED with the first violation found, else UNKNOWN (the first reason).
-    flash_attention_causal's "holds up to 426" took 34 s as one disjunction of its 51
-    cases and 2.0 s in all as 51 queries."""
+    One small query per case is much cheaper for Z3 than one disjunction of them all."""
     undecided = None
     for case in cases:
         status, extra = prover.query([case, *bounds], name)
@@ -111,8 +110,8 @@ def _optimum(prover, cases, params) -> tuple[int | None, dict]:
     left = prover.deadline.left()  # a C call: the deadline's polls cannot stop it
     optimizer.set("timeout", 3000 if left is None else max(1, min(3000, int(left * 1000))))
     # A deterministic budget under the wall-clock one: where the counts are non-linear
-    # the optimizer spent its whole 3 s and gave up (matmul_dynamic_k: 3.0 of the
-    # proof's 3.6 s), and then the binary search decides anyway.
+    # the optimizer would spend its whole wall-clock budget and give up, and then the
+    # binary search decides anyway.
     optimizer.set("rlimit", OPTIMIZER_RLIMIT)
     optimizer.add(*prover.nonneg, prover.either(*cases), *[top >= p for p in params])
     optimizer.minimize(top)
@@ -129,16 +128,15 @@ def _diagonal(prover, cases, params, good: int, high: int) -> tuple[int, dict] |
     violation; None when no such point up to `high` violates or a point query is
     undecided. Each query fixes every parameter, so the counts are polynomials in the
     loop indices alone: milliseconds each, where Z3's optimizer gives up on non-linear
-    counts and the binary search's "holds up to P" queries took 2-6 s each on
-    matmul_fully_optimized (the limit, 35, then took 15 s to state). The stated limit
+    counts and the binary search's "holds up to P" queries take seconds each. The stated limit
     never rests on it: `range_limit` proves "holds up to v - 1", and the violation at
     v has every parameter equal to v, so v - 1 is exactly the limit."""
     full = prover.rlimit
     prover.rlimit = min(full, prover.options.first_query_rlimit)
 
     def point(v: int):
-        # First one query over every case: with the parameters fixed it is usually fast
-        # (flash: 0.1 s, where 51 queries, one per case, took 2.5 s); case by case when
+        # First one query over every case: with the parameters fixed it is usually fast,
+        # faster than one query per case; case by case when
         # it is undecided.
         fixed = [p == v for p in params]
         answer = prover.query([prover.either(*cases), *fixed], f"int32@{v}")
@@ -209,8 +207,8 @@ def range_limit(prover, lower: dict[str, int]) -> RangeLimit:
     worst = first  # a violating valuation: the limit is below its largest parameter
     high = max(first.values()) - 1
     # First a search with the first round's budget per query (cheap: a violation is found
-    # in milliseconds, while proving none up to P took 8-12 s per P near the limit on
-    # matmul_fully_optimized): a query it leaves undecided counts as "holds" for now.
+    # in milliseconds, while proving none up to P near the limit takes seconds at the
+    # full budget): a query it leaves undecided counts as "holds" for now.
     # Then one full-budget query proves the limit it found; only if that fails to decide
     # does the full-budget search below run (from what was proved).
     hopeful, probe = good, high

@@ -93,10 +93,9 @@ class Prover(Chains, Cases):
         self.ctx = z3.Context()
         self.terms = Terms(program, self.ctx, self.deadline)
         # How many iterations back a candidate may sit: the accesses' own rotation depth
-        # (terms.depth). Before session 19 thresholds counted too: flash_attention_causal's
-        # `(QT - 1) // 16` made it 16, its candidate sets reached their limits (40-90 s of
-        # term building per exactness obligation); with depth 2 its first round took 203 s
-        # instead of more than 16 min, and the other 28 proofs stayed proved.
+        # (terms.depth). Thresholds do not count: a threshold's `(QT - 1) // 16` is not a
+        # buffer rotation, and a depth of 16 fills the candidate sets to their limits,
+        # whose terms then cost more than the queries.
         self.depth = depth(program)
         lower = domain_lower(program, options)
         self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
@@ -137,10 +136,9 @@ class Prover(Chains, Cases):
         if self.rlimit >= self.options.query_rlimit:
             # Again in a fresh context with other seeds: Z3's effort on one query is
             # heavy-tailed in the ids its terms got (every query asked before in the
-            # context) and in its random seed. long_row_reduce's exact-red ran out of
-            # its 40M units when asked after the first round's queries; from its
-            # SMT-LIB text, seeds 0 and 1 run out too (3 s each) and seed 2 proves it
-            # in 0.26 s. Each try is deterministic; the answer is Z3's either way.
+            # context) and in its random seed: a query that runs out of its units with
+            # one seed is often proved at once with another. Each try is deterministic;
+            # the answer is Z3's either way.
             for seed in RETRY_SEEDS:
                 if answer != z3.unknown or self.deadline.passed():
                     break
@@ -268,9 +266,9 @@ class Prover(Chains, Cases):
         narrow = self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False, narrow=True)
         if witnessed and narrow:
             # x's instance is a candidate (the query has no quantified indices): the
-            # narrow chains case by case (verify/proof/cases.py) first. Flash attention's
-            # `expr` after `tr`: the plain query ended unknown after 2-4 s per candidate,
-            # the case split proved each in 0.4-1 s.
+            # narrow chains case by case (verify/proof/cases.py) first: with the counts' guards
+            # decided per case, the two sides of an identity cancel, where the plain
+            # non-linear query often ends unknown (flash attention's `expr` after `tr`).
             cased = self._run_cases(name, [*self.nonneg, *own_domain], rest + narrow, [])
             if cased.status == PROVED:
                 return cased
@@ -323,8 +321,8 @@ class Prover(Chains, Cases):
 
         name = Obligation(ObligationKind.EXACT, y.op.name, wait.engine)
         # The narrow last-producer candidates alone first: a small query, and usually
-        # the one the threshold names (matmul_fully_optimized's `ld_rhs`: 20 s of term
-        # building for the full candidates).
+        # the one the threshold names (the full candidates' terms can cost more than the
+        # queries).
         candidates = [(x, jx) for x in producers for jx in last_candidates(t, x, y, iy, self.depth, narrow=True)]
         narrow = [z3.Not(supplies(x, jx)) for x, jx in candidates]
         first = self._run(name, facts + narrow)

@@ -37,7 +37,7 @@ class ProofOptions:
     jobs: int = 1
     # How workers start (multiprocessing): "forkserver" forks them from a server process
     # started fresh, so their answers do not depend on what the calling process did before
-    # (with "fork", ring_buffer's proof took 1.6 s or 6.6 s after three other proofs);
+    # (with "fork", a proof's effort moved with the proofs run before it);
     # "fork" copies the caller (the tests use it to inject faults into workers).
     start_method: str = "forkserver"
     # Z3's memory limit in each worker process, in MB (None: none): a query that reaches it

@@ -1,4 +1,4 @@
-"""Proofs for every parameter value (docs/design.md section 4; issue 4 part 2).
+"""Proofs for every parameter value (docs/design.md section 4; docs/proofs.md).
 
 For a barrier-free counter program, bisimilarity with the reference follows from two
 per-wait properties, each a statement over unbounded parameters and loop indices:
@@ -101,7 +101,7 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     """Try to prove the property for every parameter value (at least `options.lower`;
     see the module docstring). `options.timeout` bounds the whole proof: the building
     of its terms, every query, and the explicit checks that decide a failed query
-    (issue 15 item 10: a 5 s budget took 12 s, the default one 64 s)."""
+    (each polls the deadline, so the budget is not overrun by what comes after a query)."""
     lower = domain_lower(program, options)
     began = time.monotonic()
     deadline = Deadline.after(options.timeout)
@@ -131,8 +131,8 @@ def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadl
     try:
         if statement is not None:
             # Once the proof is proved, the statement gets a grace period, not the rest of
-            # the budget: flash_attention_causal's proof took 42 s, and `verify` then waited
-            # until the 60 s budget ended for the statement's "at least 0".
+            # the budget: otherwise `verify` can wait out the whole budget after a proved proof
+            # for a statement that only ends "at least".
             grace = statement_grace(options.timeout)
             left = grace if deadline.at is None else min(grace, max(0.0, deadline.left()))
             found = statement.result(within=None if left == float("inf") else left)
@@ -150,8 +150,8 @@ def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadl
         return RangeLimit("unknown", reason=str(err))
     except Unsupported as err:
         # The range statement counts every op's instances; the obligations may not have
-        # needed the count of an op that has no waits and no dependence (a crash before
-        # session 13, found by the range differential).
+        # needed the count of an op that has no waits and no dependence (found by the range
+        # differential).
         return RangeLimit("unknown", reason=f"no closed-form counts: {err}")
 
 

@@ -1,8 +1,7 @@
 """The server the all-values proof's worker processes fork from (verify/proof/jobs.py).
 This module imports nothing heavy, so that `verify` can start the server before it loads
-z3 and sympy itself: the two loads then run side by side (verify of a small kernel
-spent 0.3 s waiting for the server when the server only started after `verify` had
-imported the proof's modules).
+z3 and sympy itself: the two loads then run side by side, instead of `verify` of a
+small kernel waiting for a server that starts its imports only after its own.
 """
 
 from __future__ import annotations

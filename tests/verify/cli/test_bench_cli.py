@@ -1,4 +1,4 @@
-"""`syncproof bench` from the command line: tables, --json, --out pictures (issue 15 item 2)."""
+"""`syncproof bench` from the command line: tables, --json, --out pictures."""
 
 import json
 from pathlib import Path

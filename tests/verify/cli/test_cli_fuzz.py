@@ -1,4 +1,4 @@
-"""CLI fuzz test (issue 15, "a test tier that would have caught these"): Hypothesis
+"""CLI fuzz test, the tier that catches crashes of the command line itself: Hypothesis
 draws argv for every subcommand, with valid and invalid flag values, missing, extra,
 unreadable and malformed files, generated kernels (verify.search.generators.programs
 printed to files), `.sync` and `.mlir` files in every command, and checks:

@@ -1,7 +1,7 @@
-"""The command-line surface that had no test (issue 15, "Command-line surface with no
-test"): `search` from the command line, verify's budget flags, its text output and
+"""The command-line surface not covered elsewhere: `search` from the command line,
+verify's budget flags, its text output and
 printed trace, `check`'s canonical form, the values in the `sync` statistics line, and
-the smaller defects of item 9."""
+a few smaller regressions."""
 
 import json
 import re
@@ -99,8 +99,8 @@ def test_verify_proof_timeout_flag_is_honoured(capsys):
 
 
 def test_proof_timeout_reason_names_the_budget_whichever_check_sees_it_first(capsys, monkeypatch):
-    """Session 9's CI: the budget ran out at an obligation's own check (obligations.py)
-    rather than at the proof's deadline (prove.py), and the reason lost the amount. Here
+    """The budget can run out at an obligation's own check (obligations.py) rather
+    than at the proof's deadline (prove.py); the reason must still name the amount. Here
     the obligation's check is forced to see it first."""
     from verify.proof.obligations import Prover
 

@@ -1,6 +1,6 @@
-"""`sync --emit mlir` writes thresholds over the loops' real induction variables
-(issue 15 item 4): for kernels/snax/tiled_add.mlir it wrote `threshold = "3 * iv + 2"`
-inside `scf.for %iv = 0 to 128 step 16`, where `iv` meant the trip index 0..7.
+"""`sync --emit mlir` writes thresholds over the loops' real induction variables, not
+the trip index: for kernels/snax/tiled_add.mlir a threshold `3 * t + 2` over the trip
+index t = 0..7 of `scf.for %iv = 0 to 128 step 16` must be written over `iv`.
 
 The test runs the emitted MLIR: a small interpreter walks it with concrete values
 (constants, index arithmetic, scf.for, scf.if), evaluates each `syncproof.wait`

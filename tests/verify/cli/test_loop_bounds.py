@@ -1,7 +1,6 @@
-"""Loop bounds follow Python's range everywhere (issue 15 item 8, docs/language.md):
+"""Loop bounds follow Python's range everywhere (docs/language.md):
 an upper bound at or below the lower bound runs zero times, and bounds (so loop
-variables) may be negative. `check` and `sync` accepted such kernels while `verify`
-and `simulate` refused them at run time; now every command takes them."""
+variables) may be negative, in every command alike."""
 
 import re
 from pathlib import Path

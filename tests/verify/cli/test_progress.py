@@ -52,8 +52,8 @@ def test_progress_interval_comes_from_the_environment():
 
 
 def test_explicit_progress_names_the_valuation():
-    """Regression (issue 15 item 1): the progress line iterated a dict as pairs and
-    crashed every explicit run longer than ~3 s."""
+    """Regression: the progress line must name the valuation (iterating a dict as pairs
+    crashed every explicit run long enough to print one)."""
     program = parse((REPRO / "wide_independent_loops.sync").read_text())
     lines = []
     name = program.params[0].name

@@ -1,6 +1,6 @@
 """The signed 32-bit range is part of soundness (docs/design.md, "Counter increments"):
 every engine reports a semaphore value or a threshold outside [-2^31, 2^31 - 1] within
-the bounds as unsound, with the reason; every engine models DMA queues (issue 18)."""
+the bounds as unsound, with the reason; every engine models DMA queues."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_counter_range_is_checked_from_exact_counts_not_only_the_instance_bound(
 
 @pytest.mark.parametrize("engine", ["hb", "explicit"])
 def test_every_per_valuation_engine_checks_queue_programs_and_auto_takes_hb(engine):
-    # Before issue 18 the hb engine refused queues and `auto` took the explicit engine.
+    # The hb engine models queues, so `auto` takes it for them as for any wait program.
     program = parse_file(str(KERNELS_DIR / "dma_trigger.sync"))
     assert select.engine_for(program) == "happens-before"
     for chosen in (engine, "auto"):
@@ -71,7 +71,7 @@ def test_every_per_valuation_engine_checks_queue_programs_and_auto_takes_hb(engi
 
 
 def test_the_z3_engine_checks_queue_programs():
-    # It refused them before issue 18 (tests/verify/engines/test_z3_queues.py: agreement).
+    # Agreement with the other engines: tests/verify/engines/test_z3_queues.py.
     program = parse_file(str(KERNELS_DIR / "dma_trigger.sync"))
     result = z3_check(program, (("N", 0, 3),), Z3Options())
     assert (result.verdict, result.holds, result.complete) == (Verdict.BISIMILAR, True, True)

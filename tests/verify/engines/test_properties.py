@@ -269,7 +269,7 @@ def test_unroll_agrees_with_independent_unroller(program, data):
     unroll_agreement_property(program, data.draw(valuations(program, HI)))
 
 
-@scaled(3)  # cheap (~20 ms an example): 180 in the ci profile (was 60)
+@scaled(3)  # cheap (~20 ms an example): 180 in the ci profile
 @given(programs(), st.data())
 def test_requirements_are_the_pairwise_minimal_thresholds(program, data):
     requirements_property(program, data.draw(valuations(program, HI)))
@@ -331,14 +331,14 @@ def test_lowering_an_unmasked_threshold_is_unsound(program, pick):
 
 
 @pytest.mark.slow
-@scaled(4)  # cheap (~25 ms an example): 240 in the ci profile (was 60)
+@scaled(4)  # cheap (~25 ms an example): 240 in the ci profile
 @given(programs(synced=True))
 def test_explicit_checker_agrees_with_oracle(program):
     agreement_property(program)
 
 
 @pytest.mark.slow
-@scaled(2)  # ~40 ms an example: 120 in the ci profile (was 60)
+@scaled(2)  # ~40 ms an example: 120 in the ci profile
 @given(perturbed_exact_programs())
 def test_explicit_checker_agrees_with_oracle_on_perturbed_exact_waits(program):
     agreement_property(program)

@@ -1,6 +1,6 @@
 """The valuations of a bounded check are made one at a time, in the order the engines
 promise (smallest sum first, then lexicographic): four parameters in 0..40 are 2.8
-million, and sorting them all first took 7 s that no time limit stopped."""
+million, and sorting them all first would take seconds that no time limit stops."""
 
 import itertools
 

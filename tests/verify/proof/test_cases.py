@@ -137,8 +137,8 @@ def _first_round_prover(name: str) -> Prover:
 
 
 def test_matmul_fully_optimized_ld_lhs_wait_is_proved_exact_in_the_first_round():
-    # Asked first in a fresh prover, its queries were "failed" / unknown at 2M units (20 s)
-    # before the case split; the second round's 40M units proved it.
+    # Asked first in a fresh prover, its plain queries end "failed" / unknown at 2M units;
+    # the case split proves it within the first round.
     prover = _first_round_prover("matmul_fully_optimized")
     y = prover.terms.sites["ld_lhs"]
     assert prover.exact(y, y.op.waits[0]).status == "proved"
@@ -147,7 +147,8 @@ def test_matmul_fully_optimized_ld_lhs_wait_is_proved_exact_in_the_first_round()
 @pytest.mark.slow
 @pytest.mark.parametrize("op, engine", [("ld_k", "PE"), ("qscale", "PE"), ("tr", "DVE")])
 def test_flash_attention_causal_waits_are_proved_exact_in_the_first_round(op, engine):
-    # Unknown at 2M units and at 40M before (docs/proofs.md, "Session 19"); three of the
+    # Unknown at 2M and at 40M units without case splits (docs/proofs.md, "Case
+    # splits"); three of the
     # five (the others, ld_q on DVE and qk on POOL, alike): min((QT - 1) // 16, j - 1) in
     # ld_k's threshold, parity cases in qscale's, three nested branches in tr's.
     prover = _first_round_prover("flash_attention_causal")

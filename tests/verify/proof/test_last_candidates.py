@@ -120,8 +120,7 @@ def test_teeth_trusting_the_narrow_candidates_unchecked_proves_the_wrong_wait(mo
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["matmul_fully_optimized"])
 def test_matmul_fully_optimized_threshold_output_is_proved_for_every_parameter_value(name):
-    # Not proved within any budget before the narrow candidates (unknown after 240 s);
-    # now about 20 s of two workers.
+    # Not provable at any budget without the narrow candidates (docs/proofs.md).
     # The obligations on two workers, as `verify` runs them (not the 32-bit statement).
     program = get_strategy("threshold")(parse_file(SUITE / f"{name}.sync")).program
     options = ProofOptions(jobs=2, timeout=300)

@@ -233,9 +233,9 @@ print(json.dumps([default, log[len(default):]]))
 
 
 def test_z3s_effort_on_every_query_does_not_depend_on_the_collectors_schedule():
-    """Regression (session 18): with the collector running, one list more in the Python
-    around the queries changed Z3's effort from layernorm's 11th query on (same SMT-LIB
-    text): freed terms' ids go to the next terms. Here the collector's schedule is moved
+    """Regression: with the collector running, one list more in the Python around the
+    queries changed Z3's effort on layernorm's queries (same SMT-LIB text): freed terms'
+    ids go to the next terms. Here the collector's schedule is moved
     on purpose (thresholds of 1: it runs at almost every allocation), and every query's
     answer and Z3's effort (its rlimit count) must stay. In a fresh process: Z3's effort
     also depends on other state of a process (docs/proofs.md, "Known defect"), which

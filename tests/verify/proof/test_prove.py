@@ -230,7 +230,7 @@ from tests.support.perturb import perturbed_exact_programs  # noqa: E402
 # the same examples are proved on an idle or a loaded machine.
 _DIFFERENTIAL = ProofOptions(timeout=None, query_rlimit=3_000_000, max_states=20_000)
 # Of the 30 examples below (ci profile): measured 17 proved, 8 refuted, 5 unknown in 52 s
-# (derandomized, rlimits: the same on any load). 60 examples took 319 s of a loaded suite.
+# (derandomized, rlimits: the same on any load).
 _MIN_PROVED = 12
 
 
@@ -435,7 +435,7 @@ def test_teeth_the_range_check_rejects_a_proof_that_reads_ranges_as_points(prop,
 @pytest.mark.parametrize("name", ["layernorm", "transpose_parity_evac"])
 def test_suite_threshold_output_with_ranges_or_residues_is_proved_for_every_parameter_value(name):
     """layernorm has range accesses, transpose_parity_evac an `if i % 2 == 0` summed over
-    i: neither was attempted before session 13."""
+    i: both need the proof's interval conflicts and residue-class counts."""
     program = parse_file(str(ROOT / "kernels" / "suite" / f"{name}.sync"))
     proof = prove(get_strategy("threshold")(program).program, ProofOptions(timeout=120))
     assert proof.status == PROVED, proof.reason

@@ -79,7 +79,7 @@ def test_oracle_is_a_lower_bound_and_zero_cost_threshold_meets_it(path):
         assert simulate(unroll(synced, values), TRAINIUM).cycles >= oracle, strategy
     exact = unroll(_synced(path, "threshold")[1], values)
     zero, bound = simulate(exact, ZERO).cycles, simulate(unroll(program, values), ZERO, oracle=True).cycles
-    if _result(path, "threshold")[1].stats.get("conservative"):  # none since session 7; kept for new kernels
+    if _result(path, "threshold")[1].stats.get("conservative"):  # none in the corpus; kept for new kernels
         assert zero >= bound
     else:
         assert zero == bound
