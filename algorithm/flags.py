@@ -56,12 +56,13 @@ and a signal after item p covers every earlier instance of its engine.
 
 from __future__ import annotations
 
+from semantics.errors import LimitReached
 from semantics.ir import FLAG_IDS, BinOp, Const, Max, Program, Sync, Var
 from semantics.simplify import simplify
 from algorithm.peers import Lowered, allocate, plan, rewrite, strip_sync
 
 
-class OutOfIds(Exception):
+class OutOfIds(LimitReached):
     """More than 8 flag ids on some engine pair (internal: triggers the fallback)."""
 
 

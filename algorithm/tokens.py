@@ -38,11 +38,12 @@ push after item p covers every earlier instance of its engine.
 
 from __future__ import annotations
 
+from semantics.errors import LimitReached
 from semantics.ir import QUEUES, Const, Program, Sync
 from algorithm.peers import Lowered, allocate, plan, rewrite, strip_sync
 
 
-class OutOfQueues(Exception):
+class OutOfQueues(LimitReached):
     """More than 8 queues on some engine pair (internal: triggers the fallback)."""
 
 

@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from semantics.errors import EvalError
+from semantics.errors import EvalError, Unsupported  # Unsupported: re-exported
 from semantics.evaluate import eval_cond, eval_expr
 from semantics.ir import And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var
 
 Compiled = Callable[..., int]  # (env, iters=None) -> value
-
-
-class Unsupported(Exception):
-    """A node the compiler does not translate; the tree-walking evaluator handles it."""
 
 
 def division(x: int, y: int, op: str, node) -> int:
@@ -65,7 +61,7 @@ def source(node, nodes: list) -> str:
             return f"({source(a, nodes)} or {source(b, nodes)})"
         case Not(operand=a):
             return f"(not {source(a, nodes)})"
-    raise Unsupported(repr(node))
+    raise Unsupported(repr(node))  # a node not translated: the tree-walking evaluator handles it
 
 
 def compile_expr(node, cond: bool = False) -> Compiled:

@@ -34,3 +34,17 @@ class EvalError(KernelError):
 
 class UsageError(SyncproofError):
     """Bad command-line usage (unknown parameter, bad bound, unknown strategy)."""
+
+
+class Unsupported(SyncproofError):
+    """A construct the code at hand has no way to handle (no closed form for a count, a
+    node an expression compiler does not translate): the caller falls back to another
+    method or says why it stopped. The one class of that name: semantics.compiled,
+    algorithm.threshold.facts and verify.proof.pieces re-export it."""
+
+
+class LimitReached(SyncproofError):
+    """A budget or capacity ran out (instances unrolled, a deadline, hardware queues or
+    flag ids, a worker process lost): not an error in the input. Every raiser's caller
+    turns it into `unknown` or a fallback; one that escapes is a bug in syncproof, and
+    the command line reports it as one (exit 3), never as bad input (exit 2)."""

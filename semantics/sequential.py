@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 
 import attrs
 
-from semantics.errors import EvalError, UsageError
+from semantics.errors import EvalError, LimitReached, UsageError
 from semantics.compiled import compiler
 from semantics.evaluate import eval_expr
 from semantics.ir import (
@@ -80,7 +80,7 @@ def valuation_text(valuation) -> str:
     return ", ".join(f"{k}={v}" for k, v in valuation) or "no parameters"
 
 
-class UnrollLimit(Exception):
+class UnrollLimit(LimitReached):
     """More dynamic instances than the caller's budget allows (not an error of the kernel)."""
 
 

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import z3
 
-from semantics.errors import SyncproofError
+from semantics.errors import Unsupported  # noqa: F401  (re-exported: no closed form known; the caller falls back)
 from semantics.ir import (
     And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
 from semantics.symbolic import to_z3
 from semantics.simplify import cond as simplify_cond, simplify
-
-class Unsupported(SyncproofError):
-    """No closed form this algorithm knows of; the caller falls back."""
-
 
 # Z3 resource units per query: deterministic, unlike a time limit (the same answer on
 # any machine load).

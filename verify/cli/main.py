@@ -15,7 +15,7 @@ import time
 import attrs
 
 from algorithm.registry import get_strategy, stats_line
-from semantics.errors import KernelError, SyncproofError, UsageError
+from semantics.errors import KernelError, LimitReached, SyncproofError, UsageError
 from semantics.printer import print_program
 
 from verify.cli import lean as cli_lean
@@ -289,6 +289,8 @@ def _main(argv: list[str] | None) -> int:
     except InternalError as err:
         print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
         return EXIT_UNKNOWN
+    except LimitReached as err:  # a limit its caller should have turned into `unknown`: a bug, exit 3
+        return _internal_error(err)
     except KernelError as err:  # errors found after parsing (run time, strategies) name the file too
         print(err.render(err.filename or _file_of(args)), file=sys.stderr)
         return EXIT_USAGE

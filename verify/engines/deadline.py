@@ -25,8 +25,10 @@ from collections.abc import Callable
 
 import attrs
 
+from semantics.errors import LimitReached
 
-class DeadlineReached(Exception):
+
+class DeadlineReached(LimitReached):
     """Raised by `Deadline.check()` once the deadline has passed."""
 
 

@@ -33,6 +33,7 @@ import attrs
 import z3
 
 from semantics.collector import collector_paused
+from semantics.errors import LimitReached
 from semantics.context import sites
 from semantics.ir import Program
 from semantics.symbolic import conflicting_pairs
@@ -46,7 +47,7 @@ from verify.proof.obligations import (
 from verify.verdicts import ObligationKind, Property
 
 
-class WorkerLost(Exception):
+class WorkerLost(LimitReached):
     """A worker process ended without an answer (killed, out of memory): its obligations
     are not decided, so the proof is unknown."""
 

@@ -25,7 +25,7 @@ import attrs
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from semantics.errors import SyncproofError
+from semantics.errors import LimitReached, SyncproofError
 from semantics.ir import Program, Var, loops, ops
 from semantics.printer import print_program
 from verify.engines.explicit import check
@@ -80,6 +80,8 @@ def _check(program: Program, options: SearchOptions):
 
     try:
         synced = options.sync(program) if options.sync else get_strategy(options.strategy)(program).program
+    except LimitReached as exc:  # a limit that escaped its strategy: a finding, not a rejection
+        return None, None, f"{type(exc).__name__}: {exc}"
     except SyncproofError:
         return None, None, None
     except Exception as exc:  # noqa: BLE001 - a crash of the strategy under test is a finding
