@@ -197,8 +197,7 @@ def count_instances(program: Program, values: Mapping[str, int], limit: int) -> 
     """How many instances `unroll(program, values)` makes, counted without making them.
     UnrollLimit as soon as `unroll(..., limit=limit)` would raise it: more than `limit`
     instances or barrier passes, or a loop of more than `limit` + 1 iterations; so a
-    runaway size is refused at once (the simulate command took 32 s to refuse 2 million
-    instances). A loop whose body's bounds and guards do not mention its variable is
+    runaway size is refused at once, not after making the instances up to the limit. A loop whose body's bounds and guards do not mention its variable is
     counted by multiplication. None when an expression cannot be evaluated: `unroll`
     then reports the error with its location."""
     env: dict[str, int] = {p.name: int(values[p.name]) for p in program.params if p.name in values}

@@ -18,16 +18,15 @@ from semantics.simplify import cond as simplify_cond, simplify
 FACTS_RLIMIT = 2_000_000
 # A wall-clock backstop under the resource limit. Some of Z3's non-linear procedures
 # (nlsat, called from the SMT kernel's arithmetic) do not count resource units: a query
-# of the live nested-`if` reproducer (docs/sync-speed.md, round 8) ran for minutes at
-# 0.6M of its 2M units. The backstop gives such a query `unknown` (the wait then stays
+# of the nested-`if` reproducer (tests/data/repro/threshold_slow_nested_ifs.sync) can
+# run for minutes below its units. The backstop gives such a query `unknown` (the wait then stays
 # conservative, or the next asking decides it) instead of hanging `sync`. It is twenty
 # times what the resource limit takes at this machine's rate (about 4M units per
 # second), at least 10 s, so that an answer Z3 gives within its units is not cut even
-# on a loaded machine: with 4-5 processes on the 2 cores, flash_attention_causal's
-# 2M-unit queries took up to 3.9 s (session 15; ten times, at least 2 s, left 5 s, and
-# one run of bench/golden_diff.py beside the CI run printed another form of one of its
-# waits, not seen again). Outputs stay independent of machine load unless Z3 stops
-# counting or the machine is slower than that.
+# on a heavily loaded machine, where a query takes several times its unloaded time: a
+# backstop that cuts a query Z3 would have answered makes the output depend on the
+# load. Outputs stay independent of machine load unless Z3 stops counting or the
+# machine is slower than that.
 UNITS_PER_MS = 4_000  # measured: 2M units in about 0.5 s (z3 5.4.1, this machine)
 
 
@@ -114,12 +113,12 @@ class Session:
         deterministic resource limit. `z3.Solver()` runs, for a single non-linear check,
         tactics with wall-clock limits of their own (`try_for`): the irredundancy proof of
         repro/threshold_slow_nested_ifs answered unsat in some runs and unknown in others,
-        with the same seed and input (session 8; its golden test passed by luck).
+        with the same seed and input.
         An `unknown` is asked once more, rebuilt from the query's SMT-LIB text in a fresh
         Z3 context: a differently shaped, equally deterministic attempt (it proves that
-        nested-if wait redundant). Asking every query that way was tried: the same
-        answers where both decide, but flash_attention_causal's 327 queries took 59 s
-        instead of 17 s."""
+        nested-if wait redundant). Not every query is asked that way: the answers
+        are the same where both decide, but a fresh context per query costs several
+        times as much."""
         solver = z3.SimpleSolver(ctx=self.ctx)
         budget(solver, rlimit)
         assert_all(solver, assertions)
@@ -161,11 +160,11 @@ class Facts:
 
     (Tried and dropped: Facts made by `with_` sharing their parent's solver, pushing
     the extra assertions per query. Fewer assertions, but each check in a pushed scope
-    cost more: the 100-op chain took 4.5 s CPU instead of 3.7-4.1 s. Also tried and
+    costs more than the assertions saved. Also tried and
     dropped: a counterexample cache, as in KLEE: models kept from earlier sat answers
     refute later claims without Z3. Its answers are Z3's, but skipping queries changes
     what the incremental solver has learnt, and on the nested-`if` reproducer a later
-    check then ran for minutes past its rlimit (docs/sync-speed.md).)"""
+    check then ran for minutes past its rlimit (docs/planner.md).)"""
 
     def __init__(self, session: Session, assertions=(), _key=None):
         self.session = session

@@ -2,8 +2,8 @@
 
 The z3 engine spends most of a large check building its encoding (potential
 instances, event-time terms) in Python loops over every potential instance, before
-Z3 sees a query whose own timeout could stop it (issue 15 item 3: `--timeout 20`
-took 120 s); the all-values proof builds its obligations' terms the same way. Those
+Z3 sees a query whose own timeout could stop it (without polling, a large bound's
+encoding overruns `--timeout` severalfold); the all-values proof builds its obligations' terms the same way. Those
 loops call `Deadline.check()`, which raises `DeadlineReached` once the deadline has
 passed; the caller turns it into `unknown`.
 
@@ -11,10 +11,10 @@ Why polling, not an interruption from outside: the exception must never land ins
 z3's Python wrappers. They pair a C object with a reference count in several Python
 steps (`AstRef.__init__` stores the pointer, then increments the count); an
 exception between the two leaves an object whose finalizer decrements a count it
-never took, and Z3 frees a term still in use. Session 9's asynchronous exception
-(PyThreadState_SetAsyncExc from a timer thread) could land there, and crashed a CI
-worker (a crash in tests/verify/cli/test_z3_timeout.py); a stress run of it with
-millisecond deadlines also saw one escape after its block had ended. A check at a
+never took, and Z3 frees a term still in use. An asynchronous exception
+(PyThreadState_SetAsyncExc from a timer thread) can land there and crash the process
+(a SIGSEGV), and with millisecond deadlines one can also escape after its block has
+ended. A check at a
 loop head runs between two complete z3 calls, where every wrapper is whole.
 """
 

@@ -4,7 +4,6 @@ budgets, in this process or shared among worker processes (`ProofOptions.jobs`).
 Why several processes: the obligations are independent Z3 queries (verification
 conditions, as Boogie and Why3 discharge them in parallel), and most of a large proof is
 spent building their terms in Python, which one process runs on one core.
-attention_cte_query_outer's proof took 9.7 s alone and 5.6 s as two halves side by side.
 
 What decides the answers: Z3's effort on a non-linear query depends on the ids its terms
 got, hence on every term the process built before it (docs/proofs.md, "Known defect").
@@ -14,8 +13,7 @@ same `jobs` asks every worker the same queries in the same order on any machine 
 the wall-clock limits depend on the load); `jobs` = 1 is the sequential proof,
 unchanged. Workers fork from a server process started fresh (`start_workers`, the
 default `ProofOptions.start_method`), not from the caller: what the caller did before
-(other proofs) left state that moved the answers of a proof on forked workers
-(ring_buffer: 1.6 s or 6.6 s). The program and options reach them pickled. Where the
+(other proofs) left state that moved the answers of a proof on forked workers. The program and options reach them pickled. Where the
 start method is not available the proof runs in this process.
 """
 
@@ -112,9 +110,8 @@ def in_two_rounds(prover: Prover, tasks: list, who: str = "") -> list[Obligation
     """Run every obligation with a small budget per query first, then again with the full
     budget those it did not prove. Why: an obligation tries stages in turn (the last
     producer, the consumer's own waits, chains), and a stage that cannot prove it often
-    spends the whole budget before the next stage proves it at once: swiglu_mlp's proof
-    spent 92 s of 98 in seven such queries (12-17 s each, `unknown`), while every query
-    that proved something took at most 0.03 s. A proof in the first round is a proof
+    spends the whole budget before the next stage proves it at once; the queries that
+    prove something are nearly always the fast ones. A proof in the first round is a proof
     (unsat is unsat at any budget); the second round is the proof as it was, so nothing
     provable within the full budget is lost, and what the first round did not prove
     costs its small queries once more. `tasks`: callables, each giving an obligation;
@@ -200,8 +197,8 @@ def start_in_worker(program: Program, options, deadline: Deadline, compute) -> S
     """Start `compute(prover)` (the 32-bit range statement, verify/proof/int32.py) in a
     worker started like the proof's, or None when the proof runs in this process. The
     proof starts it beside its obligations: the statement is reported only when the proof
-    succeeds, but it needs no answer of the proof, and after it the statement took 10-40 s
-    on matmul_fully_optimized. In a worker its answers do not depend on what the calling
+    succeeds, but it needs no answer of the proof, and after the proof it would add its own
+    seconds to the wall time. In a worker its answers do not depend on what the calling
     process did before either (in the `verify` process they did)."""
     context = _context(options)
     if context is None:
@@ -308,10 +305,10 @@ def _serve(send, errors: str, options, work, at: list) -> None:
     with open(errors, "wb") as printed:
         os.dup2(printed.fileno(), 2)
     if options.worker_memory_mb:
-        # Z3's memory in this process only (a global setting, so never in the parent): one
-        # query of matmul_fully_optimized grew a worker to 3-6 GB without reaching its
-        # resource limit. With 1,000 MB it ended unknown at the limit (worker peak 1.1 GB)
-        # and the proof went on; should Z3 abort instead, the worker is lost: unknown.
+        # Z3's memory in this process only (a global setting, so never in the parent): a
+        # non-linear query can grow a worker by gigabytes without reaching its resource
+        # limit (the non-linear procedure stops counting). At the limit it ends unknown
+        # and the proof goes on; should Z3 abort instead, the worker is lost: unknown.
         z3.set_param("memory_max_size", options.worker_memory_mb)
     try:
         with collector_paused():

@@ -173,7 +173,7 @@ def search(options: SearchOptions = SearchOptions(), fan_out: FanOut = SERIAL) -
     finding = None
     if found is not None:
         # Shrinking keeps the generated `param` lines; one no expression names changes
-        # nothing but the number of identical valuations (issue 15 item 9).
+        # nothing but the number of identical valuations.
         trimmed = without_unused_params(found)
         if trimmed != found and fails(trimmed):
             found = trimmed
