@@ -4,7 +4,7 @@ copied byte for byte), a generated `Kernels/<Name>.lean` and the small root file
 Every bounded instance the kernel file claims (`check p v = true := by native_decide`)
 is one the Python explicit checker found bisimilar, and every `check p v = false` is
 one it found failing: the export never states what syncproof itself does not believe.
-Deciding that is the caller's job (`planner`, e.g. verify/cli/lean_plan.py): lean_export
+Deciding that is the caller's job (`planner`, e.g. verify/api/lean.py): lean_export
 imports only semantics and algorithm (docs/design.md section 1). The all-valuations theorem is a marked `sorry`, or, for a
 kernel with a counterexample, only a `def` of the statement (no false theorem).
 """

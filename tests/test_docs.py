@@ -4,7 +4,10 @@ A block holds commands (`$ syncproof ...`, run from the repository root) each fo
 by its shown output: stdout, then stderr. In the shown output `...` matches any text
 within a line, and a line of just `...` matches any number of lines. So the examples a
 user reads stay true: a change that alters what a command prints fails here until the
-document is updated."""
+document is updated.
+
+The `python` blocks of docs/api.md are run too, each in a fresh namespace from the
+repository root: they must not raise (their asserts are the shown output)."""
 
 from __future__ import annotations
 
@@ -64,6 +67,28 @@ def test_a_changed_output_does_not_match_the_shown_one():
     shown = ["total: 3976 cycles (...)", "...", "ACT 1"]
     assert pattern(shown).fullmatch("total: 3976 cycles (2.84 us)\nx\ny\nACT 1\n")
     assert not pattern(shown).fullmatch("total: 3977 cycles (2.84 us)\nACT 1\n")
+
+
+PYTHON_DOCUMENTS = [ROOT / "docs" / "api.md"]
+
+
+def python_examples(text: str) -> list[str]:
+    """The code of every `python` block."""
+    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+
+
+PYTHON_EXAMPLES = [pytest.param(code, id=f"{document.relative_to(ROOT)}:{n}")
+                   for document in PYTHON_DOCUMENTS for n, code in enumerate(python_examples(document.read_text()))]
+
+
+def test_the_api_page_shows_a_python_example():
+    assert PYTHON_EXAMPLES and "assert" in PYTHON_EXAMPLES[0].values[0]
+
+
+@pytest.mark.parametrize("code", PYTHON_EXAMPLES)
+def test_python_example_runs(code, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the examples name files relative to the repository root
+    exec(compile(code, "<docs python block>", "exec"), {"__name__": "__docs__"})
 
 
 @pytest.mark.parametrize("command,shown", EXAMPLES)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.support.corpus import ROOT
 
-PACKAGES = ("semantics", "algorithm", "verify", "lean_export", "tests", "bench")
+PACKAGES = ("semantics", "algorithm", "verify", "lean_export", "syncproof", "tests", "bench")
 
 
 def _modules():

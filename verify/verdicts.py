@@ -13,6 +13,8 @@ from semantics.sequential import Unrolled
 
 
 class Verdict(str, enum.Enum):
+    """The answer of a check (docs/design.md section 4): each member equals its JSON spelling."""
+
     BISIMILAR = "bisimilar"
     UNSOUND = "unsound"
     OVER_SYNCHRONIZED = "over-synchronized"
@@ -127,6 +129,9 @@ class ValuationResult:
 
 @attrs.frozen
 class CheckResult:
+    """The outcome of a check within parameter bounds: the verdict, whether the property
+    holds (None when unknown), what was explored, and a witness for a failure."""
+
     verdict: Verdict
     holds: bool | None  # None when unknown
     property: str

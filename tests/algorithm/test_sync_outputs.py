@@ -26,7 +26,7 @@ from algorithm.registry import get_strategy
 from semantics.ir import Barrier, Op, walk_stmts
 from semantics.parser import parse
 from semantics.printer import print_program
-from verify.cli.mlir import load
+from syncproof import load
 from verify.engines.explicit import check
 from verify.search.generators import param_bounds
 from verify.verdicts import CheckOptions

@@ -113,11 +113,11 @@ def test_check_imports_neither_z3_nor_sympy(kernel):
     assert out.strip().splitlines()[-1] == "LOADED False False"
 
 
-def test_the_cli_proof_timeout_default_is_the_proof_options_default():
-    from verify.cli.prove import DEFAULT_PROOF_TIMEOUT
+def test_the_api_proof_timeout_default_is_the_proof_options_default():
+    from syncproof import VerifyOptions
     from verify.proof.prove import ProofOptions
 
-    assert ProofOptions().timeout == DEFAULT_PROOF_TIMEOUT
+    assert ProofOptions().timeout == VerifyOptions().proof_timeout
 
 
 _MAIN_CONTEXT = r"""

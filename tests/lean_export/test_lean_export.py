@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import lean_export.printer as printer
 from algorithm.registry import get_strategy
 from lean_export.export import LIBRARY_MODULES, export_files
-from verify.cli.lean_plan import plan_instances
+from verify.api.lean import plan_instances
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or,
     Program, Var, Wait,

@@ -28,6 +28,7 @@ from semantics.parser import parse, parse_file
 from semantics.printer import print_program
 from semantics.sequential import depends_on, requirements, unroll
 from semantics.symbolic import conflict, conflicting_pairs, param_assumptions
+from syncproof import Scope, VerifyOptions, load, verify
 from verify.cli.main import main
 from verify.engines.explicit import check
 from verify.proof.prove import ProofOptions, prove
@@ -165,17 +166,14 @@ def test_the_symbolic_conflict_of_replicas_is_false():
     assert z3.is_false(z3.simplify(conflict(by_name["g_A"], env, by_name["g_B"], env)))
 
 
-def test_exact_waits_of_replicas_verify_on_every_engine_and_for_all_values(capsys, tmp_path):
+def test_exact_waits_of_replicas_verify_on_every_engine_and_for_all_values():
     program = parse(REPLICAS)
     synced = get_strategy("threshold")(program).program
     bounds = (("N", 0, 3),)
     assert oracle.verdict(synced, bounds) == oracle.BISIMILAR
     assert check(synced, bounds).verdict == Verdict.BISIMILAR
-    path = tmp_path / "replicas.sync"
-    path.write_text(print_program(synced))
-    assert main(["verify", str(path), "--strategy", "manual", "--engine", "both", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert data["all_values"]["status"] == "proved", data["all_values"]
+    report = verify(synced, VerifyOptions(strategy="manual", engine="both"))
+    assert report.holds and report.proof.status == "proved" and report.scope == Scope.ALL, report.proof
     # Teeth: without the replica clauses the replicas race: the same waits are unsound.
     plain = parse(print_program(synced).replace(" replica g", "").replace(" replica h", ""))
     assert oracle.verdict(plain, bounds) == oracle.UNSOUND
@@ -184,11 +182,10 @@ def test_exact_waits_of_replicas_verify_on_every_engine_and_for_all_values(capsy
 
 @pytest.mark.skipif(not SNAX_PEERS.exists(), reason="the shared snax-mlir test files are not on this machine")
 @pytest.mark.parametrize("case", [1, 2, 3, 4, 5])
-def test_snax_expected_outputs_are_sound(case, capsys):
-    code = main(["verify", f"{SNAX_PEERS}:{case}", "--strategy", "snax-barrier", "--property", "soundness",
-                 "--json", "--scope", "bounded"])
-    data = json.loads(capsys.readouterr().out)
-    assert code == 0 and data["verdict"] in ("bisimilar", "over-synchronized"), data["verdict"]
+def test_snax_expected_outputs_are_sound(case):
+    report = verify(load(f"{SNAX_PEERS}:{case}"),
+                    VerifyOptions(strategy="snax-barrier", property="soundness", scope=Scope.BOUNDED))
+    assert report.holds and report.verdict in ("bisimilar", "over-synchronized"), report.verdict
 
 
 @pytest.mark.parametrize("name, verdict", [
@@ -196,12 +193,11 @@ def test_snax_expected_outputs_are_sound(case, capsys):
     ("loop_nested_if_gap.out-insert-sync-barrier.mlir", ("unsound",)),
     ("subview_alias_gap.mlir", ("unsound",)),
 ])
-def test_snax_derived_cases_sound_except_the_gaps(name, verdict, capsys):
+def test_snax_derived_cases_sound_except_the_gaps(name, verdict):
     strategy = "manual" if ".out-" in name else "snax-barrier"
-    main(["verify", str(DATA_DIR / "snax" / "derived" / name), "--strategy", strategy,
-          "--property", "soundness", "--json", "--scope", "bounded"])
-    data = json.loads(capsys.readouterr().out)
-    assert data["verdict"] in verdict
+    report = verify(load(DATA_DIR / "snax" / "derived" / name),
+                    VerifyOptions(strategy=strategy, property="soundness", scope=Scope.BOUNDED))
+    assert report.verdict in verdict
 
 
 def _ops(program):

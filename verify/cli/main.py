@@ -12,12 +12,11 @@ import json
 import sys
 import time
 
-import attrs
-
 from algorithm.registry import get_strategy, stats_line
 from semantics.errors import KernelError, LimitReached, SyncproofError, UsageError
 from semantics.printer import print_program
 
+from verify import api
 from verify.cli import lean as cli_lean
 from verify.cli.args import check_strategy, positive_seconds, strategy_help
 from verify.cli import mlir as cli_mlir
@@ -121,96 +120,67 @@ def _cmd_sync(args) -> int:
 
 
 def _cmd_verify(args) -> int:
+    """Parse the flags into VerifyOptions, run the API's `verify`, format its Report."""
     began = time.monotonic()
     check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
-    strategy = get_strategy(args.strategy)
     bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
-    cli_prove.start_workers_early(args, program)
-    sync_result = strategy(program)
-    synced = sync_result.program
 
-    progress = Progress("verify")
+    def on_checked(sync_result) -> None:  # the strategy's statistics, before the proof starts
+        if args.strategy != "manual":
+            print(stats_line(sync_result.stats), file=sys.stderr)
 
-    def timeout():  # what is left of --timeout: it counts from the start of the command
-        return None if args.timeout is None else max(1e-3, args.timeout - (time.monotonic() - began))
-
-    results = {}
+    # --timeout counts from the start of the command, the API's timeout from its call
+    left = None if args.timeout is None else max(1e-3, args.timeout - (time.monotonic() - began))
+    options = api.VerifyOptions(
+        strategy=args.strategy, params=bounds, max_param=args.max_param, engine=args.engine,
+        property=args.property, scope=cli_prove.scope_option(args.scope), max_states=args.max_states, timeout=left,
+        proof_timeout=args.proof_timeout, proof_jobs=args.proof_jobs, dump_smt=args.dump_smt, verbose=args.verbose,
+        workers=args.workers, cluster=args.cluster, progress=Progress("verify"), on_checked=on_checked)
     try:
-        if args.engine != EngineName.Z3:  # a per-valuation engine (`both`: the explicit one, and z3)
-            options = CheckOptions(property=args.property, max_states=args.max_states, timeout=timeout(),
-                                   progress=progress)
-            engine = EngineName.EXPLICIT if args.engine == EngineName.BOTH else args.engine
-            results[EngineName.EXPLICIT if args.engine == EngineName.BOTH else args.engine] = engine_select.check(
-                synced, bounds, options, engine, cli_fanout.fan_out_of(args))
-        if args.engine in (EngineName.Z3, EngineName.BOTH):
-            # imported only when asked for: `check` and `sync` start without z3
-            from verify.engines.z3_check import Z3Options
-            from verify.engines.z3_check import check as z3_check
-
-            options = Z3Options(property=args.property, timeout=timeout(), dump_smt=args.dump_smt,
-                                progress=progress)
-            results["z3"] = z3_check(synced, bounds, options)
-    except InternalError as err:
-        print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
-        return EXIT_UNKNOWN
+        report = api.verify(program, options)
     except KernelError as err:  # a run-time error of the kernel (for some valuation)
         err.filename = err.filename or args.file
         raise
-    if args.strategy != "manual":
-        print(stats_line(sync_result.stats), file=sys.stderr)
-    if args.engine == EngineName.BOTH:
-        return _report_both(args, results["explicit"], results["z3"], sync_result, synced, progress)
-    result, proof, proof_text = cli_prove.all_values(args, synced, results[args.engine], progress, bounds)
-    _print_result(args, result, proof, proof_text, sync_result)
-    if result.verdict == Verdict.UNKNOWN:
+    if report.by_engine and report.verdict == Verdict.UNKNOWN:
+        return _report_both_unknown(args, report)
+    extra = {"z3_queries": report.by_engine[1].states} if report.by_engine else None
+    _print_result(args, report, extra)
+    if report.verdict == Verdict.UNKNOWN:
         return EXIT_UNKNOWN
-    return EXIT_OK if result.holds else EXIT_FAIL
+    return EXIT_OK if report.holds else EXIT_FAIL
 
 
-def _print_result(args, result, proof, proof_text, sync_result, extra=None) -> None:
+def _print_result(args, report, extra=None) -> None:
+    proof, proof_text = cli_prove.all_values(report, args.property)
+    sync_result = report.sync
     if args.json:
-        data = result_json(result, args.strategy)
-        lowest = {p.name: p.lower for p in sync_result.program.params}  # the declared assumptions
-        if proof.get("status") == "proved" and all(lo <= lowest.get(n, 0) for n, (lo, _) in proof["domain"].items()):
-            data["scope"] = "all"
+        data = result_json(report.result, args.strategy)
+        data["scope"] = report.scope.value
         data["all_values"] = proof
         data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
         data.update(extra or {})
         print(json.dumps(data, indent=2))
     else:
-        text = result_text(result, args.strategy, args.file, proved_all=proof.get("status") == "proved")
+        text = result_text(report.result, args.strategy, args.file, proved_all=proof.get("status") == "proved")
         print("\n".join([text, *proof_text]))
 
 
-def _report_both(args, explicit, z3, sync_result, synced, progress) -> int:
-    """One answer when the engines agree; both answers, exit 3, when either is unknown
-    or they disagree (a disagreement is a bug in syncproof)."""
-    unknown = Verdict.UNKNOWN in (explicit.verdict, z3.verdict)
-    agree = explicit.verdict == z3.verdict and explicit.holds == z3.holds
-    if agree and not unknown:
-        result, proof, proof_text = cli_prove.all_values(args, synced, attrs.evolve(explicit, engine=EngineName.BOTH),
-                                                         progress, explicit.bounds)
-        _print_result(args, result, proof, proof_text, sync_result, {"z3_queries": z3.states})
-        if result.verdict == Verdict.UNKNOWN:
-            return EXIT_UNKNOWN
-        return EXIT_OK if result.holds else EXIT_FAIL
-    if unknown:
-        why = "at least one engine's answer is unknown"
-    else:
-        why = "the explicit and z3 engines disagree"
-        print(f"syncproof: internal error (a bug in syncproof): {why}", file=sys.stderr)
-    combined = attrs.evolve(explicit, verdict=Verdict.UNKNOWN, holds=None, engine=EngineName.BOTH, witness=None,
-                            complete=False, reason=why)
+def _report_both_unknown(args, report) -> int:
+    """`--engine both` when either answer is unknown or they disagree (a bug in
+    syncproof): both answers, exit 3."""
+    if report.disagreement:
+        print(f"syncproof: internal error (a bug in syncproof): {report.result.reason}", file=sys.stderr)
+    explicit, z3 = report.by_engine
     if args.json:
-        data = result_json(combined, args.strategy)
+        data = result_json(report.result, args.strategy)
         data["explicit"] = result_json(explicit, args.strategy)
         data["z3"] = result_json(z3, args.strategy)
         print(json.dumps(data, indent=2))
     else:
-        print(result_text(combined, args.strategy, args.file))
+        print(result_text(report.result, args.strategy, args.file))
         for result in (explicit, z3):
             print(f"--- engine {result.engine} ---")
             print(result_text(result, args.strategy, args.file))

@@ -1,4 +1,4 @@
-"""MLIR on the command line (issue 8): `import-mlir`, `.mlir` files as kernels for
+"""MLIR on the command line: `import-mlir`, `.mlir` files as kernels for
 check/sync/verify/simulate/bench, and `sync --emit mlir`.
 
 An `.mlir` FILE with several `// -----` cases names one as `FILE:N` (N from 1).
@@ -6,19 +6,16 @@ An `.mlir` FILE with several `// -----` cases names one as `FILE:N` (N from 1).
 
 from __future__ import annotations
 
-import re
 import sys
 
 from semantics.errors import UsageError
 from semantics.ir import Program
-from semantics.parser import parse_file
 from semantics.printer import print_program
+# Reading FILE (FILE.mlir:N names a case) is the API's: verify/api/programs.py.
+from verify.api.programs import file_of, is_mlir, load_imported, pick_case
+from verify.api.programs import load_spec as load
 
-_SPEC = re.compile(r"^(?P<path>.*\.mlir)(?::(?P<case>\d+))?$")
-
-
-def is_mlir(spec: str) -> bool:
-    return bool(_SPEC.match(spec))
+__all__ = ["add_parsers", "cmd_import", "emit_text", "file_of", "is_mlir", "load", "load_imported"]
 
 
 def add_parsers(sub) -> None:
@@ -29,36 +26,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--case", type=int, metavar="N", help="import only case N (from 1)")
 
 
-def load_imported(spec: str):
-    """The imported case named by `FILE.mlir` or `FILE.mlir:N`."""
-    from semantics.mlir.importer import import_file
-
-    match = _SPEC.match(spec)
-    cases = import_file(match.group("path"))
-    if match.group("case") is None:
-        if len(cases) > 1:
-            raise UsageError(f"{spec} has {len(cases)} cases (// -----): name one as {spec}:N, N = 1..{len(cases)}")
-        return cases[0]
-    return _pick(cases, int(match.group("case")), match.group("path"))
-
-
-def _pick(cases, n: int, path: str):
-    if not 1 <= n <= len(cases):
-        raise UsageError(f"{path} has {len(cases)} case(s): no case {n}")
-    return cases[n - 1]
-
-
-def file_of(spec: str) -> str:
-    """The path of FILE.mlir:N (any other spec is a path)."""
-    match = _SPEC.match(spec)
-    return match.group("path") if match else spec
-
-
-def load(spec: str) -> Program:
-    """A kernel from a .sync file, or imported from an .mlir file (FILE.mlir[:N])."""
-    return load_imported(spec).program if is_mlir(spec) else parse_file(spec)
-
-
 def cmd_import(args) -> int:
     from semantics.mlir.importer import import_file
 
@@ -67,7 +34,7 @@ def cmd_import(args) -> int:
                          "(a .sync kernel needs no import: give it to check, sync or verify)")
     cases = import_file(args.file)
     if args.case is not None:
-        cases = [_pick(cases, args.case, args.file)]
+        cases = [pick_case(cases, args.case, args.file)]
     for case in cases:
         text = print_program(case.program)
         if len(cases) > 1 or args.case is not None:

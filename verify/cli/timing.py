@@ -10,7 +10,7 @@ from pathlib import Path
 
 from semantics.errors import EvalError, UsageError
 from semantics.ir import Barrier, Program, walk_stmts
-from semantics.sequential import UnrollLimit, count_instances, unroll
+from verify.api.timing import MAX_INSTANCES, run, unroll_bounded  # noqa: F401 (timed runs: the API's)
 from verify.cli.args import check_strategy, strategy_help
 from verify.progress import Progress
 from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, simulate
@@ -56,35 +56,6 @@ def valuation(program: Program, specs: list[str]) -> dict[str, int]:
                 raise UsageError(f"parameter {p.name} has no default: give --param {p.name}=VALUE")
             values[p.name] = p.default
     return values
-
-
-MAX_INSTANCES = 2_000_000  # per timed run: beyond this, memory and time run away
-
-
-def _unroll(program: Program, values: dict):
-    try:
-        count_instances(program, values, MAX_INSTANCES)  # refuses a runaway size before unrolling it
-        return unroll(program, values, limit=MAX_INSTANCES)
-    except UnrollLimit:
-        raise UsageError(f"the run has more than {MAX_INSTANCES:,} instances at "
-                         f"{', '.join(f'{k}={v}' for k, v in values.items())}: give smaller --param values") from None
-
-
-def run(program: Program, strategy: str, values: dict, profile: Profile, progress=None) -> Timeline:
-    """Sync with `strategy` (or take the oracle) and simulate at `values`."""
-    from algorithm.registry import get_strategy
-
-    def say(text):
-        if progress:
-            progress(text)
-
-    if strategy != "oracle":
-        say(f"synchronizing with strategy {strategy}")
-        program = get_strategy(strategy)(program).program
-    say("unrolling at " + (", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"))
-    unrolled = _unroll(program, values)
-    say(f"simulating {len(unrolled.instances):,} instances")
-    return simulate(unrolled, profile, oracle=strategy == "oracle")
 
 
 def trace_events(program: Program, timeline: Timeline, profile: Profile, strategy: str) -> dict:
@@ -199,7 +170,7 @@ def _timed(program: Program, strategy: str, values: dict, profile: Profile) -> t
 
     if strategy == "oracle":
         return run(program, strategy, values, profile), 0
-    unrolled = _unroll(get_strategy(strategy)(program).program, values)
+    unrolled = unroll_bounded(get_strategy(strategy)(program).program, values)
     return simulate(unrolled, profile), len(unrolled.barriers)
 
 
