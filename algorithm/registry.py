@@ -14,10 +14,57 @@ from semantics.collector import fewer_collections
 from algorithm.queues import implied_pairs, semaphores, with_queues
 
 
+def _optional_tuple(value):
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class SyncStats:
+    """What a strategy reports about its output. A field that is None is one this
+    strategy does not report (absent from `as_dict`, the `verify --json` "sync" object),
+    except `fallback`, which the threshold strategy always reports (None: it did not fall
+    back). Fields are in `as_dict`'s order."""
+
+    strategy: str
+    dependence_pairs: int | None = None  # producer-consumer op pairs with a cross-engine dependence
+    waits: int
+    barriers: int
+    semaphores: int  # counters, flags and token queues the output uses (algorithm/queues.py)
+    syncs: tuple[tuple[str, int], ...] = ()  # peer clauses by kind, in order of first appearance
+    sync_only_ops: int | None = None  # ops with peer clauses and no access (when there are syncs)
+    dropped_redundant: int | None = None  # waits dropped as implied by others
+    conservative: int | None = None  # waits that are sound but not exact
+    fallback: str | int | None = None  # threshold: None or "barrier"; flags, tokens: 0 or 1
+    forward_rings: int | None = None  # flags: rings per same-iteration point (0: fell back)
+    compact: bool | None = None  # flags: ids allocated compactly
+    local_barriers: int | None = None  # barriers before ops whose waits cannot be counted
+    notes: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_tuple)
+    slices: int | None = None  # threshold planned by statement: top-level statements with ops
+    slice_shapes: int | None = None  # ... and the distinct shapes among them
+
+    def sync_count(self, kind: str) -> int:
+        """How many peer clauses of `kind` (semantics.ir.SYNC_KINDS) the output has."""
+        return dict(self.syncs).get(kind, 0)
+
+    def as_dict(self) -> dict:
+        """The statistics as JSON-ready data: the reported fields, each peer clause kind
+        under its own name (`setflag`, `push`, ...), notes as a list."""
+        out: dict = {}
+        for field in attrs.fields(SyncStats):
+            value = getattr(self, field.name)
+            if field.name == "syncs":
+                out.update(value)
+            elif field.name == "notes" and value is not None:
+                out["notes"] = list(value)
+            elif value is not None or (field.name == "fallback" and self.strategy == "threshold"):
+                out[field.name] = value
+        return out
+
+
 @attrs.frozen
 class SyncResult:
     program: Program
-    stats: dict
+    stats: SyncStats
 
 
 def manual(program: Program) -> Program:
@@ -26,6 +73,7 @@ def manual(program: Program) -> Program:
 
 
 def _counts(program: Program) -> dict:
+    """The SyncStats fields every strategy reports, counted on its output."""
     stmts = list(walk_stmts(program.body))
     counts = {
         "waits": sum(len(s.waits) for s in stmts if isinstance(s, Op)),
@@ -33,15 +81,14 @@ def _counts(program: Program) -> dict:
     }
     counts["semaphores"] = semaphores(program)
     syncs = [c.kind for s in stmts if isinstance(s, Op) for c in s.syncs]
-    for kind in dict.fromkeys(syncs):
-        counts[kind] = syncs.count(kind)
+    counts["syncs"] = tuple((kind, syncs.count(kind)) for kind in dict.fromkeys(syncs))
     if syncs:
         counts["sync_only_ops"] = sum(1 for s in stmts if isinstance(s, Op) and s.syncs and not (s.reads or s.writes))
     return counts
 
 
 def _sync_manual(program: Program) -> SyncResult:
-    return SyncResult(program, {"strategy": "manual", **_counts(program)})
+    return SyncResult(program, SyncStats(strategy="manual", **_counts(program)))
 
 
 def _without_peer_clauses(program: Program) -> Program:
@@ -55,7 +102,7 @@ def _on_queues(strategy, program: Program) -> SyncResult:
     """`strategy` on a program with DMA queues (algorithm/queues.py), its counts redone
     on the restored program."""
     result = with_queues(strategy, program)
-    return attrs.evolve(result, stats={**result.stats, **_counts(result.program)})
+    return attrs.evolve(result, stats=attrs.evolve(result.stats, **_counts(result.program)))
 
 
 @fewer_collections()
@@ -64,6 +111,7 @@ def sync_threshold(program: Program, conflicts=None) -> SyncResult:
     test (default: semantics.symbolic.conflicting_pairs); only tests pass one, to build
     deliberately broken strategies that the checkers must catch."""
     from algorithm.threshold import PlanEntry, apply_plan, irredundant, plan_thresholds
+    from algorithm.threshold.closed import sync_closed
     from algorithm.threshold.compose import plan_by_statement
     from semantics.symbolic import conflicting_pairs
 
@@ -71,26 +119,34 @@ def sync_threshold(program: Program, conflicts=None) -> SyncResult:
     program = _without_peer_clauses(program)
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
         return _on_queues(lambda view: sync_threshold(view, conflicts), program)
+    closed = sync_closed(program, conflicts)
+    if closed is not None:  # a flat program: planned by arithmetic (closed.py)
+        entries, pairs, dropped = closed
+        synced = apply_plan(program, entries)
+        return SyncResult(synced, SyncStats(
+            strategy="threshold", dependence_pairs=pairs, **_counts(synced),
+            dropped_redundant=dropped, conservative=0, fallback=None, local_barriers=0, notes=(),
+        ))
     composed = plan_by_statement(program, conflicts)
     if composed is not None:  # repeated statement shapes: each planned once (compose.py)
         synced = apply_plan(program, [PlanEntry(op, engine, threshold, True) for op, engine, threshold in composed.entries])
-        return SyncResult(synced, {
-            "strategy": "threshold", "dependence_pairs": composed.dependence_pairs, **_counts(synced),
-            "dropped_redundant": composed.dropped, "conservative": 0, "fallback": None, "local_barriers": 0,
-            "notes": [], "slices": composed.slices, "slice_shapes": composed.shapes,
-        })
+        return SyncResult(synced, SyncStats(
+            strategy="threshold", dependence_pairs=composed.dependence_pairs, **_counts(synced),
+            dropped_redundant=composed.dropped, conservative=0, fallback=None, local_barriers=0,
+            notes=(), slices=composed.slices, slice_shapes=composed.shapes,
+        ))
     plan = plan_thresholds(program, conflicts)
     uncounted = [e for e in plan.entries if e.threshold is None]
     if uncounted:
         return _threshold_fallback(program, plan, uncounted)
     kept, dropped = irredundant(program, plan, conflicts)
     synced = apply_plan(program, kept)
-    return SyncResult(synced, {
-        "strategy": "threshold", "dependence_pairs": plan.dependence_pairs, **_counts(synced),
-        "dropped_redundant": dropped, "conservative": sum(1 for e in kept if not e.exact),
-        "fallback": None, "local_barriers": 0,
-        "notes": [f"{e.op} waits on {e.engine} conservatively: {e.note}" for e in kept if not e.exact],
-    })
+    return SyncResult(synced, SyncStats(
+        strategy="threshold", dependence_pairs=plan.dependence_pairs, **_counts(synced),
+        dropped_redundant=dropped, conservative=sum(1 for e in kept if not e.exact),
+        fallback=None, local_barriers=0,
+        notes=[f"{e.op} waits on {e.engine} conservatively: {e.note}" for e in kept if not e.exact],
+    ))
 
 
 def _threshold_fallback(program: Program, plan, uncounted) -> SyncResult:
@@ -103,11 +159,11 @@ def _threshold_fallback(program: Program, plan, uncounted) -> SyncResult:
     synced = apply_barrier_plan(program, barrier_plan)
     notes = [f"{e.op} waits on {e.engine}: {e.note}" for e in uncounted]
     notes.append(f"fell back to the barrier layout with local barriers before {', '.join(sorted(barrier_plan.local))}")
-    return SyncResult(synced, {
-        "strategy": "threshold", "dependence_pairs": plan.dependence_pairs, **_counts(synced),
-        "dropped_redundant": 0, "conservative": sum(1 for e in barrier_plan.entries if not e.exact),
-        "fallback": "barrier", "local_barriers": len(barrier_plan.local), "notes": notes,
-    })
+    return SyncResult(synced, SyncStats(
+        strategy="threshold", dependence_pairs=plan.dependence_pairs, **_counts(synced),
+        dropped_redundant=0, conservative=sum(1 for e in barrier_plan.entries if not e.exact),
+        fallback="barrier", local_barriers=len(barrier_plan.local), notes=notes,
+    ))
 
 
 @fewer_collections()
@@ -119,10 +175,10 @@ def _sync_barrier(program: Program) -> SyncResult:
         return _on_queues(_sync_barrier, program)
     plan = plan_barrier(program)  # planned once: it is the costly part
     synced = apply_barrier_plan(program, plan)
-    return SyncResult(synced, {"strategy": "barrier", "dependence_pairs": plan.dependence_pairs,
-                               **_counts(synced), "dropped_redundant": 0, "local_barriers": len(plan.local),
-                               "notes": [f"a local barrier before {name}: its waits cannot be counted"
-                                         for name in sorted(plan.local)]})
+    return SyncResult(synced, SyncStats(strategy="barrier", dependence_pairs=plan.dependence_pairs,
+                                        **_counts(synced), dropped_redundant=0, local_barriers=len(plan.local),
+                                        notes=[f"a local barrier before {name}: its waits cannot be counted"
+                                               for name in sorted(plan.local)]))
 
 
 @fewer_collections()
@@ -135,7 +191,7 @@ def _sync_snax_barrier(program: Program) -> SyncResult:
         # places stay where they are (a barrier waits for the queues to drain).
         return _on_queues(_sync_snax_barrier, program)
     synced = snax_barrier(program)
-    return SyncResult(synced, {"strategy": "snax-barrier", **_counts(synced)})
+    return SyncResult(synced, SyncStats(strategy="snax-barrier", **_counts(synced)))
 
 
 @fewer_collections()
@@ -144,8 +200,8 @@ def _sync_flags(program: Program, implied: frozenset = frozenset()) -> SyncResul
 
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py, docs/peers.md "DMA ops")
         return _on_queues(lambda view: _sync_flags(view, implied_pairs(program)), program)
-    synced, stats = flags(program, implied)
-    return SyncResult(synced, {"strategy": "flags", **_counts(synced), **stats})
+    synced, stats = flags(program, implied)  # stats: its SyncStats fields
+    return SyncResult(synced, SyncStats(strategy="flags", **_counts(synced), **stats))
 
 
 @fewer_collections()
@@ -154,8 +210,8 @@ def _sync_tokens(program: Program, implied: frozenset = frozenset()) -> SyncResu
 
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py, docs/peers.md "DMA ops")
         return _on_queues(lambda view: _sync_tokens(view, implied_pairs(program)), program)
-    synced, stats = tokens(program, implied)
-    return SyncResult(synced, {"strategy": "tokens", **_counts(synced), **stats})
+    synced, stats = tokens(program, implied)  # stats: its SyncStats fields
+    return SyncResult(synced, SyncStats(strategy="tokens", **_counts(synced), **stats))
 
 
 def threshold(program: Program) -> Program:
@@ -192,21 +248,21 @@ def get_strategy(name: str) -> Callable[[Program], SyncResult]:
     raise UsageError(f"unknown strategy '{name}' (available: {', '.join(STRATEGIES)})")
 
 
-def stats_line(stats: dict) -> str:
-    parts = [f"sync: strategy {stats['strategy']}"]
-    if "dependence_pairs" in stats:
-        parts.append(f"{stats['dependence_pairs']} dependence edges (op pairs)")
-    parts.append(f"{stats['waits']} waits")
-    if "dropped_redundant" in stats:
-        parts.append(f"{stats['dropped_redundant']} dropped as redundant")
-    parts.append(f"{stats['barriers']} barriers")
+def stats_line(stats: SyncStats) -> str:
+    parts = [f"sync: strategy {stats.strategy}"]
+    if stats.dependence_pairs is not None:
+        parts.append(f"{stats.dependence_pairs} dependence edges (op pairs)")
+    parts.append(f"{stats.waits} waits")
+    if stats.dropped_redundant is not None:
+        parts.append(f"{stats.dropped_redundant} dropped as redundant")
+    parts.append(f"{stats.barriers} barriers")
     for kind in ("setflag", "waitflag", "push", "pop"):
-        if stats.get(kind):
-            parts.append(f"{stats[kind]} {kind}")
-    if stats.get("fallback"):
-        parts.append(f"fell back to {stats['fallback'] if isinstance(stats['fallback'], str) else 'barrier'}")
-    if stats.get("local_barriers"):
-        parts.append(f"{stats['local_barriers']} local barriers")
-    if stats.get("conservative"):
-        parts.append(f"{stats['conservative']} conservative (not exact)")
+        if stats.sync_count(kind):
+            parts.append(f"{stats.sync_count(kind)} {kind}")
+    if stats.fallback:
+        parts.append(f"fell back to {stats.fallback if isinstance(stats.fallback, str) else 'barrier'}")
+    if stats.local_barriers:
+        parts.append(f"{stats.local_barriers} local barriers")
+    if stats.conservative:
+        parts.append(f"{stats.conservative} conservative (not exact)")
     return ", ".join(parts)

@@ -76,15 +76,15 @@ def main() -> int:
             continue
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
-        if stats.get("fallback"):
+        if stats.fallback:
             kinds["fallback"] += 1
-            cases.append({"kernel": n, "kind": "fallback", "notes": stats["notes"], "text": print_program(program)})
+            cases.append({"kernel": n, "kind": "fallback", "notes": list(stats.notes), "text": print_program(program)})
             continue
-        waits += stats["waits"]
-        conservative += stats["conservative"]
-        if stats["conservative"]:
+        waits += stats.waits
+        conservative += stats.conservative
+        if stats.conservative:
             kinds["conservative"] += 1
-            cases.append({"kernel": n, "kind": "conservative", "notes": stats["notes"],
+            cases.append({"kernel": n, "kind": "conservative", "notes": list(stats.notes),
                           "text": print_program(program)})
         else:
             kinds["exact"] += 1

@@ -54,8 +54,8 @@ except SyncproofError as err:
     print(json.dumps({{"status": "refused", "message": str(err)}}))
     sys.exit(0)
 print(json.dumps({{"status": "ok", "text": print_program(result.program),
-                  "waits": result.stats["waits"], "barriers": result.stats["barriers"],
-                  "conservative": result.stats.get("conservative", 0)}}))
+                  "waits": result.stats.waits, "barriers": result.stats.barriers,
+                  "conservative": result.stats.conservative or 0}}))
 """
 
 

@@ -84,8 +84,8 @@ def main() -> int:
         name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
         rows.append({"kernel": name, "strategy": args.strategy,
                      "cpu_seconds": round(time.process_time() - cpu, 3),
-                     "seconds": round(time.perf_counter() - wall, 3), "waits": result.stats["waits"],
-                     "conservative": result.stats.get("conservative", 0)})
+                     "seconds": round(time.perf_counter() - wall, 3), "waits": result.stats.waits,
+                     "conservative": result.stats.conservative or 0})
         if meter:
             rows[-1]["z3_checks"] = meter.checks - checks
             rows[-1]["z3_units"] = meter.units - units

@@ -47,9 +47,9 @@ elapsed = time.perf_counter() - start
 cpu = time.process_time() - cpu_start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({{"ops": len(ops(program)), "seconds": round(elapsed, 2), "cpu_seconds": round(cpu, 2), "peak_mib": round(peak, 1),
-                  "waits": result.stats["waits"], "dropped": result.stats.get("dropped_redundant", 0),
-                  "barriers": result.stats["barriers"], "conservative": result.stats.get("conservative", 0),
-                  "slices": result.stats.get("slices"), "slice_shapes": result.stats.get("slice_shapes"),
+                  "waits": result.stats.waits, "dropped": result.stats.dropped_redundant or 0,
+                  "barriers": result.stats.barriers, "conservative": result.stats.conservative or 0,
+                  "slices": result.stats.slices, "slice_shapes": result.stats.slice_shapes,
                   "parse_seconds": round(parse_seconds, 2), "parse_peak_mib": round(parse_peak, 1)}}))
 """
 

@@ -103,7 +103,7 @@ def composed_problems(program: Program, limit: int = 5, out: Program | None = No
 def test_the_chain_is_planned_by_statement_and_every_wait_is_exact():
     program = parse(CHAIN)
     result = get_strategy("threshold")(program)
-    assert result.stats["slices"] == 8 and result.stats["slice_shapes"] < 8, result.stats
+    assert result.stats.slices == 8 and result.stats.slice_shapes < 8, result.stats
     problems = composed_problems(program)
     assert not problems, "\n".join(problems) + "\n" + print_program(result.program)
 
@@ -119,7 +119,7 @@ def test_composed_output_matches_the_whole_program_plan_on_the_chain():
         plain = get_strategy("threshold")(program)
     finally:
         compose.plan_by_statement = whole
-    assert "slices" not in plain.stats
+    assert plain.stats.slices is None
     wanted = {(op.name, w.engine) for op in ops(plain.program) for w in op.waits}
     got = {(op.name, w.engine) for op in ops(composed.program) for w in op.waits}
     assert got == wanted
@@ -217,7 +217,7 @@ def repeated_programs(draw):
 def test_repeated_generated_programs_composed_are_exact_and_bisimilar(program):
     note(print_program(program))
     result = get_strategy("threshold")(program)
-    event("planned by statement" if "slices" in result.stats else "planned whole")
+    event("planned by statement" if result.stats.slices is not None else "planned whole")
     note(print_program(result.program))
     problems = composed_problems(program)
     assert not problems, "\n".join(problems)

@@ -86,7 +86,7 @@ def threshold_mismatches(program, synced, hi: int = 2) -> list[str]:
 def test_threshold_waits_equal_brute_forced_thresholds_times_increment(path):
     program = parse_file(str(path))
     result = get_strategy("threshold")(program)
-    assert result.stats["dropped_redundant"] == 0  # else a brute-forced wait may be rightly absent
+    assert result.stats.dropped_redundant == 0  # else a brute-forced wait may be rightly absent
     assert threshold_mismatches(program, result.program) == []
 
 
@@ -134,7 +134,7 @@ def test_counter_strategies_on_queues_are_sound(path, strategy):
     synced = result.program
     assert synced.queues == program.queues  # regression: the planned view had dropped them
     # regression: the counts were taken before the waits on the trigger's own engine were dropped
-    assert result.stats["waits"] == sum(len(op.waits) for op in ops(synced))
+    assert result.stats.waits == sum(len(op.waits) for op in ops(synced))
     result = check(synced, bounds_of(program, 2), CheckOptions(property="soundness"))
     assert result.holds, result.witness and result.witness.explanation
     if strategy == "threshold":

@@ -121,7 +121,7 @@ def test_clauses_may_name_a_queue_but_not_the_dma_ops_own():
 def _checked(program, strategy, bounds=None):
     synced = get_strategy(strategy)(program)
     out = synced.program
-    assert synced.stats["fallback"] == 0, synced.stats["notes"]
+    assert synced.stats.fallback == 0, synced.stats.notes
     assert out.queues == program.queues
     assert parse(print_program(out)) == out
     # DMA ops stay DMA ops on their queue; every op on a queue's triggering engine

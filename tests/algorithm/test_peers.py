@@ -185,9 +185,9 @@ def test_peer_output_is_sound_and_deadlock_free(path, strategy):
     if parse_file(str(path)).queues:
         assert synced.program.queues == parse_file(str(path)).queues
     if (strategy, path.stem) in FLAG_ID_FALLBACK:  # documented: more same-iteration pairs than flag ids
-        assert synced.stats["fallback"] == 1, synced.stats["notes"]
+        assert synced.stats.fallback == 1, synced.stats.notes
     else:
-        assert synced.stats["fallback"] == 0, synced.stats["notes"]
+        assert synced.stats.fallback == 0, synced.stats.notes
     assert parse(print_program(synced.program)) == synced.program
     result, why = _sound(synced.program, 1 if path in SUITE else 2)
     assert result.holds, why

@@ -22,7 +22,7 @@ import json
 
 import pytest
 
-from algorithm.registry import get_strategy
+from algorithm.registry import SyncStats, get_strategy
 from semantics.ir import Barrier, Op, walk_stmts
 from semantics.parser import parse
 from semantics.printer import print_program
@@ -61,7 +61,7 @@ def judge(golden: dict, golden_text: str | None, program, result) -> str | None:
     if golden["status"] == "ok" and text == golden_text:
         return None
     stats = result.stats
-    conservative = stats.get("conservative", 0)
+    conservative = stats.conservative or 0
     waits, barriers = counts(result.program)
     if golden["status"] == "ok":
         same_counts = conservative == golden["conservative"] and barriers == golden["barriers"] and waits == golden["waits"]
@@ -73,7 +73,7 @@ def judge(golden: dict, golden_text: str | None, program, result) -> str | None:
             return (f"changed and not strictly better: conservative {golden['conservative']} -> {conservative}, "
                     f"waits {golden['waits']} -> {waits}, barriers {golden['barriers']} -> {barriers}, "
                     f"threshold operators {before} -> {after}")
-    exact = stats["strategy"] == "threshold" and not conservative and not stats.get("fallback")
+    exact = stats.strategy == "threshold" and not conservative and not stats.fallback
     prop = "bisimulation" if exact else "soundness"
     verdict = check(result.program, param_bounds(program, HI), CheckOptions(property=prop))
     if verdict.holds is not True:
@@ -102,7 +102,7 @@ def test_golden_set_covers_every_kernel():
 class _Result:
     def __init__(self, program, **stats):
         self.program = program
-        self.stats = {"strategy": "threshold", **stats}
+        self.stats = SyncStats(strategy="threshold", waits=0, barriers=0, semaphores=0, **stats)
 
 
 def _entry(name: str):

@@ -35,12 +35,12 @@ def _sound(program, synced, hi: int):
 def test_refused_kernels_get_a_sound_program_with_the_fallback_reported(name, strategy):
     program = parse_file(str(REPRO / f"{name}.sync"))
     result = get_strategy(strategy)(program)
-    assert result.stats["local_barriers"] >= 1
+    assert result.stats.local_barriers >= 1
     if strategy == "threshold":
-        assert result.stats["fallback"] == "barrier"
+        assert result.stats.fallback == "barrier"
         assert "fell back to barrier" in stats_line(result.stats)
     assert "local barriers" in stats_line(result.stats)
-    assert result.stats["notes"]
+    assert result.stats.notes
     verdict = _sound(program, result.program, 3)
     assert verdict.holds is True, verdict.verdict.value
 
@@ -53,7 +53,7 @@ def test_once_refused_kernel_is_now_planned_exactly_and_bisimilar():
 
     program = parse_file(str(REPRO / "threshold_refuses_1.sync"))
     result = get_strategy("threshold")(program)
-    assert not result.stats["fallback"] and not result.stats["conservative"], stats_line(result.stats)
+    assert not result.stats.fallback and not result.stats.conservative, stats_line(result.stats)
     verdict = hb_check(result.program, param_bounds(program, 2), CheckOptions(property="bisimulation"))
     assert verdict.verdict == Verdict.BISIMILAR, verdict.verdict.value
 
@@ -87,9 +87,9 @@ def test_threshold_returns_a_sound_program_for_every_generated_kernel(program):
     result = get_strategy("threshold")(program)
     note(print_program(result.program))
     stats = result.stats
-    event(f"fallback {stats['fallback']}" if stats["fallback"] else
-          "conservative" if stats["conservative"] else "exact")
-    prop = "soundness" if stats["fallback"] or stats["conservative"] else "bisimulation"
+    event(f"fallback {stats.fallback}" if stats.fallback else
+          "conservative" if stats.conservative else "exact")
+    prop = "soundness" if stats.fallback or stats.conservative else "bisimulation"
     verdict = check(result.program, param_bounds(program, GEN_HI), CheckOptions(property=prop))
     assert verdict.holds is True, f"{prop}: {verdict.verdict.value}"
 
@@ -155,7 +155,7 @@ def test_mixed_plain_and_modular_index_is_exact_and_bisimilar():
     conservative (over-synchronized at N=2)."""
     program = parse_file(str(REPRO / "threshold_conservative_mixed_index.sync"))
     result = get_strategy("threshold")(program)
-    assert result.stats["conservative"] == 0 and not result.stats["fallback"]
+    assert result.stats.conservative == 0 and not result.stats.fallback
     verdict = check(result.program, param_bounds(program, 4), CheckOptions(property="bisimulation"))
     assert verdict.verdict == Verdict.BISIMILAR
 
@@ -166,7 +166,7 @@ def test_nested_ifs_reproducer_plans_and_is_bisimilar():
     session it re-counts the same nested `if`s for every op and runs for minutes."""
     program = parse_file(str(REPRO / "threshold_slow_nested_ifs.sync"))
     result = get_strategy("threshold")(program)
-    prop = "bisimulation" if not result.stats["conservative"] and not result.stats["fallback"] else "soundness"
+    prop = "bisimulation" if not result.stats.conservative and not result.stats.fallback else "soundness"
     assert check(result.program, param_bounds(program, 3), CheckOptions(property=prop)).holds is True
 
 

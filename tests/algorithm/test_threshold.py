@@ -329,7 +329,7 @@ def test_generated_programs_threshold_is_exact_and_bisimilar(program):
         # which must be sound (tests/algorithm/test_sync_total.py holds the fallback).
         event("fallback to local barriers")
         result = get_strategy("threshold")(program)
-        assert result.stats["fallback"] == "barrier" and result.stats["local_barriers"] >= 1
+        assert result.stats.fallback == "barrier" and result.stats.local_barriers >= 1
         verdict = check(result.program, param_bounds(program, GEN_HI), CheckOptions(property="soundness"))
         assert verdict.holds, f"{verdict.verdict.value}: {verdict.witness and verdict.witness.explanation}"
         return

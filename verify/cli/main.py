@@ -101,12 +101,12 @@ def _cmd_sync(args) -> int:
     text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
     profile = load_profile(args.profile)
     print(stats_line(result.stats), file=sys.stderr)
-    print(f"sync: {result.stats['semaphores']} semaphores used, budget {profile.semaphore_budget} "
+    print(f"sync: {result.stats.semaphores} semaphores used, budget {profile.semaphore_budget} "
           f"(profile {profile.name})", file=sys.stderr)
-    if result.stats["semaphores"] > profile.semaphore_budget:
-        print(f"sync: warning: the program uses {result.stats['semaphores']} semaphores, above the "
+    if result.stats.semaphores > profile.semaphore_budget:
+        print(f"sync: warning: the program uses {result.stats.semaphores} semaphores, above the "
               f"{profile.name} budget of {profile.semaphore_budget}", file=sys.stderr)
-    for note in result.stats.get("notes", ()):
+    for note in result.stats.notes or ():
         print(f"sync: note: {note}", file=sys.stderr)
     if args.output:
         try:
@@ -160,7 +160,7 @@ def _print_result(args, report, extra=None) -> None:
         data = result_json(report.result, args.strategy)
         data["scope"] = report.scope.value
         data["all_values"] = proof
-        data["sync"] = {k: v for k, v in sync_result.stats.items() if k != "strategy"}
+        data["sync"] = {k: v for k, v in sync_result.stats.as_dict().items() if k != "strategy"}
         data.update(extra or {})
         print(json.dumps(data, indent=2))
     else:

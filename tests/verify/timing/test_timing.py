@@ -79,7 +79,7 @@ def test_oracle_is_a_lower_bound_and_zero_cost_threshold_meets_it(path):
         assert simulate(unroll(synced, values), TRAINIUM).cycles >= oracle, strategy
     exact = unroll(_synced(path, "threshold")[1], values)
     zero, bound = simulate(exact, ZERO).cycles, simulate(unroll(program, values), ZERO, oracle=True).cycles
-    if _result(path, "threshold")[1].stats.get("conservative"):  # none in the corpus; kept for new kernels
+    if _result(path, "threshold")[1].stats.conservative:  # none in the corpus; kept for new kernels
         assert zero >= bound
     else:
         assert zero == bound
@@ -93,7 +93,7 @@ def test_zero_cost_threshold_equals_oracle_on_generated_programs(program):
     zero = attrs.evolve(ZERO, min_instruction_cycles=1)
     timed = simulate(unroll(result.program, values), zero)
     oracle = simulate(unroll(program, values), zero, oracle=True)
-    if result.stats.get("conservative"):
+    if result.stats.conservative:
         assert timed.cycles >= oracle.cycles
     else:
         assert timed.cycles == oracle.cycles
