@@ -45,3 +45,20 @@ def chain_kernel(blocks: int) -> str:
                 "}",
             ]
     return "\n".join(lines) + "\n"
+
+
+def wide_body_kernel(ops: int, engines: int = 5, buffers: int = 64, seed: int = 0) -> str:
+    """One `for i in 0..N` loop whose body holds `ops` ops over `engines` engines, each
+    reading 2 and writing 1 of `buffers` buffers indexed `[i % 2]` (a deterministic
+    pseudo-random choice): many producers per consumer, the shape of a fused layer."""
+    import random
+
+    rng = random.Random(seed)
+    names = [f"E{e}" for e in range(engines)]
+    lines = ["kernel wide_body", "engines " + " ".join(names), "param N = 4", "for i in 0..N {"]
+    for k in range(ops):
+        a, b = rng.sample(range(buffers), 2)
+        w = rng.randrange(buffers)
+        lines.append(f"  {names[k % engines]} op{k} reads b{a}[i % 2], b{b}[i % 2] writes b{w}[i % 2] lat {rng.randrange(1, 500)}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -198,7 +198,10 @@ def _shown_necessary(program: Program, entries) -> set:
     synced = apply_plan(program, entries)
     all_ops = program_ops(program)
     names = [p.name for p in program.params]
-    combos = list(itertools.product(SAMPLE_VALUES, repeat=len(names)))[:MAX_SAMPLES]
+    # The first valuations in lexicographic order, and the diagonal: never the whole
+    # product, which has len(SAMPLE_VALUES) ** parameters members.
+    combos = list(itertools.islice(itertools.product(SAMPLE_VALUES, repeat=len(names)), MAX_SAMPLES))
+    combos += [diagonal for v in SAMPLE_VALUES if (diagonal := (v,) * len(names)) not in combos]
     if all(p.default is not None for p in program.params):
         combos.append(tuple(p.default for p in program.params))
     engines = len(program.engines)
@@ -279,7 +282,7 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
     program = ctx.program
     z = ctx.session.z
     target = entry.closed
-    disjuncts, parts = [], []
+    parts = []
     frontier = [(s.site, s.condition, s.values) for s in chains.sources(y.op.name, kept_engines)
                 if useful(s.site.op.name, entry.engine)]
     nodes = 0
@@ -292,7 +295,6 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
             guaranteed = requirement(z_site, entry.engine, values)
             if guaranteed is not None:
                 parts.append((condition, guaranteed))
-                disjuncts.append(z3.And(z(condition), z(guaranteed) >= z(target)))
             if hop + 1 < MAX_HOPS:
                 for step in chains.following(z_site.op.name, condition, values):
                     if len(following) >= MAX_CHAIN_NODES - nodes:
@@ -300,11 +302,13 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
                     if useful(step[0].op.name, entry.engine):
                         following.append(step)
         frontier = following
-    if not disjuncts:
+    if not parts:
         return False
     cover = sample_cover(program, y, target, parts, compiled)
     if cover is None:
         return False  # a concrete model of the query below: Z3 would answer sat
+    # Z3 terms only for a query that sampling did not refute.
+    disjuncts = [z3.And(z(condition), z(guaranteed) >= z(target)) for condition, guaranteed in parts]
     session = ctx.session
     params = {p.name: session.var(p.name) for p in program.params}
     y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}

@@ -1,0 +1,231 @@
+"""The closed-form planner: the thresholds of a flat program (flat.py) by arithmetic.
+
+Rule (plan.py's, specialised): consumer y waits `F >= T` where T counts the F-instances
+up to and including the last one y depends on. In a flat program, per producer x on F:
+- y in the body at iteration i, x in the body: the last conflicting x-instance is x at
+  i - d for the least distance d that conflicts at every i (flat.distance), and exists when
+  i >= lo + d. Over all x on F the least d wins, then the latest x in the body; a smaller d
+  exists whenever a larger one does, so one candidate decides. Below lo + d, the latest
+  conflicting F-op before the loop is the last one (its position, or no wait).
+- y after the loop, x in the body: x at i' = hi - 1, or at the latest i' < hi of the one
+  residue class mod P whose instances conflict, when i' >= lo.
+- y and x outside the loop: a static conflict; an op after the loop outranks the loop,
+  which outranks the ops before it.
+The count up to x at iteration i' is pre_F + (i' - lo) * n_F + (F-ops before x in the
+body) + 1, where pre_F counts the F-ops before the loop and n_F those in the body; after
+the loop, trip * n_F replaces the loop part. Upper bounds are written over `HI` and
+substituted at the end, so that the concrete check (concrete.py) can vary the trip count
+directly.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from semantics.ir import BinOp, Compare, Const, IfExpr, Max, Program, Var
+from semantics.simplify import simplify
+from semantics.symbolic import conflicting_pairs
+from algorithm.threshold.flat import HI, Flat, Index, NotFlat, body_against_constant, distance, flat_shape, static_conflict
+
+
+@attrs.frozen
+class ClosedPlan:
+    thresholds: dict  # (op name, engine) -> IR over the loop index and HI
+    dependence_pairs: int
+    distance: int  # the farthest an iteration's sources lie back
+
+
+def _lin(constant: int, *terms) -> object:
+    out = Const(constant)
+    for coef, expr in terms:
+        if coef:
+            out = BinOp("+", out, BinOp("*", Const(coef), expr))
+    return simplify(out)
+
+
+class Planner:
+    def __init__(self, program: Program, flat: Flat, conflicts):
+        self.program, self.flat, self.conflicts = program, flat, conflicts
+        self.segment, self.position, self.rank = {}, {}, {}
+        for name, ops in (("prefix", flat.prefix), ("body", flat.body), ("suffix", flat.suffix)):
+            seen: dict = {}
+            for n, op in enumerate(ops):
+                self.segment[op.name], self.position[op.name] = name, n
+                self.rank[op.name] = seen.get(op.engine, 0)
+                seen[op.engine] = seen.get(op.engine, 0) + 1
+        self.pre = {e: sum(op.engine == e for op in flat.prefix) for e in program.engines}
+        self.per_iteration = {e: sum(op.engine == e for op in flat.body) for e in program.engines}
+        hi = Var(HI)
+        self.trip = simplify(BinOp("-", hi, Const(flat.lo)))
+        if flat.hi_min is None or flat.hi_min < flat.lo:
+            self.trip = Max(self.trip, Const(0))
+        self._indices: dict = {}
+        self.pairs = 0
+        self.distance = 1  # the farthest distance of a dependence in the body, and every period
+
+    def indices(self, op, access) -> list:
+        key = (op.name, access)
+        if key not in self._indices:
+            var = self.flat.var if self.segment[op.name] == "body" else None
+            self._indices[key] = [Index(ix, var) for ix in access.indices]
+        return self._indices[key]
+
+    def pairs_of(self, x, y):
+        return [(self.indices(x, ax), self.indices(y, ay)) for ax, ay in self.conflicts(x, y)]
+
+    def count_loop(self, x, at) -> object:
+        e, lo = x.engine, self.flat.lo
+        return _lin(self.pre[e] + self.rank[x.name] + 1 - lo * self.per_iteration[e], (self.per_iteration[e], at))
+
+    def count_static(self, x) -> object:
+        e = x.engine
+        if self.segment[x.name] == "prefix":
+            return Const(self.rank[x.name] + 1)
+        return _lin(self.pre[e] + self.rank[x.name] + 1, (self.per_iteration[e], self.trip))
+
+    def latest_static(self, ops, y, engine, before: int | None):
+        """The count up to the latest op of `ops` (outside the loop) on `engine` that
+        conflicts with y (in the body when `before` is None, else outside it, at that
+        position), or None."""
+        for n in reversed(range(len(ops) if before is None else before)):
+            x = ops[n]
+            if x.engine != engine:
+                continue
+            hit = False
+            for ix, iy in self.pairs_of(x, y):
+                if before is not None:
+                    hit = hit or static_conflict(ix, iy)
+                    continue
+                p, residues = body_against_constant(iy, ix, body_first=True)
+                if residues and len(residues) < p:
+                    raise NotFlat("a dependence at some iterations only")
+                hit = hit or bool(residues)
+            if hit:
+                self.pairs += 1
+                return self.count_static(x)
+        return None
+
+    def threshold(self, y, engine) -> object | None:
+        match self.segment[y.name]:
+            case "prefix":
+                return self.latest_static(self.flat.prefix, y, engine, self.position[y.name])
+            case "body":
+                return self._in_body(y, engine)
+            case "suffix":
+                return self._after_body(y, engine)
+
+    def _in_body(self, y, engine):
+        flat, i = self.flat, Var(self.flat.var)
+        before = self.latest_static(flat.prefix, y, engine, None)
+        best = None  # (d, -position, x)
+        for x in flat.body:
+            if x.engine != engine:
+                continue
+            first = 0 if self.position[x.name] < self.position[y.name] else 1
+            ds = []
+            for ix, iy in self.pairs_of(x, y):
+                d = distance(ix, iy, first)
+                self.distance = max([self.distance, *(f.p for f in (*ix, *iy))])
+                if d is not None:
+                    ds.append(d)
+                    self.distance = max(self.distance, d)
+            if ds:
+                self.pairs += 1
+                key = (min(ds), -self.position[x.name], x)
+                best = key if best is None or key[:2] < best[:2] else best
+        if best is None:
+            return before
+        d, _, x = best
+        count = self.count_loop(x, simplify(BinOp("-", i, Const(d))))
+        if d == 0:
+            return count
+        # Below lo + d the count alone still says the same where it equals the count
+        # before the loop, or where both are <= 0 (a wait that always holds).
+        c = 0 if before is None else before.value
+        values = [simplify(_substitute(count, flat.var, Const(v))) for v in range(flat.lo, flat.lo + d)]
+        if all(isinstance(v, Const) and (v.value == c or (v.value <= 0 and c <= 0)) for v in values):
+            return count
+        return IfExpr(Compare(">=", i, Const(flat.lo + d)), count, Const(c))
+
+    def _after_body(self, y, engine):
+        flat = self.flat
+        latest = self.latest_static(flat.suffix, y, engine, self.position[y.name])
+        if latest is not None:
+            return latest
+        before = self.latest_static(flat.prefix, y, engine, len(flat.prefix))
+        chosen = None  # (form, position, x)
+        for x in flat.body:
+            if x.engine != engine:
+                continue
+            forms = set()
+            for ix, iy in self.pairs_of(x, y):
+                p, residues = body_against_constant(ix, iy, body_first=True)
+                self.distance = max(self.distance, p)
+                if len(residues) == p:
+                    forms.add((1, 0))
+                elif len(residues) == 1:
+                    forms.add((p, residues.pop()))
+                elif residues:
+                    raise NotFlat("several residue classes conflict")
+            if not forms:
+                continue
+            self.pairs += 1
+            form = (1, 0) if (1, 0) in forms else forms.pop() if len(forms) == 1 else None
+            if form is None or (chosen is not None and chosen[0] != form):
+                raise NotFlat("producers of different residue classes")
+            chosen = (form, self.position[x.name], x)  # the body in order: the latest wins
+        if chosen is None:
+            return before
+        (p, r), _, x = chosen
+        hi = Var(HI)
+        last = simplify(BinOp("-", hi, Const(1)))
+        if p > 1:
+            last = simplify(BinOp("-", last, BinOp("%", BinOp("-", last, Const(r)), Const(p))))
+        count = self.count_loop(x, last)
+        if p == 1 and flat.t_min >= 1:
+            return count
+        # Where x has no instance, i' < lo and the count is at most its value at lo - 1:
+        # if that is <= 0 and nothing before the loop conflicts, the count alone says it.
+        edge = simplify(self.count_loop(x, Const(flat.lo - 1)))
+        if before is None and isinstance(edge, Const) and edge.value <= 0:
+            return count
+        exists = Compare(">=", hi, Const(flat.lo + 1)) if p == 1 else Compare(">=", last, Const(flat.lo))
+        return IfExpr(exists, count, before or Const(0))
+
+
+def _substitute(expr, var: str, value):
+    from algorithm.threshold.counting import subst
+
+    return subst(expr, {var: value})
+
+
+def plan_closed(program: Program, conflicts=conflicting_pairs) -> tuple[Flat, ClosedPlan]:
+    """The thresholds of a flat program, over HI (NotFlat when it is not one)."""
+    flat = flat_shape(program)
+    planner = Planner(program, flat, conflicts)
+    thresholds = {}
+    for y in (*flat.prefix, *flat.body, *flat.suffix):
+        for engine in program.engines:
+            if engine == y.engine:
+                continue
+            t = planner.threshold(y, engine)
+            if t is None or (isinstance(t, Const) and t.value <= 0):
+                continue
+            thresholds[(y.name, engine)] = t
+    return flat, ClosedPlan(thresholds, planner.pairs, planner.distance)
+
+
+def sync_closed(program: Program, conflicts=conflicting_pairs):
+    """(plan entries, dependence pairs, waits dropped as redundant) of a flat program,
+    checked by a concrete run (concrete.py); None when the program is not flat."""
+    from algorithm.threshold.concrete import check_and_reduce
+    from algorithm.threshold.plan import PlanEntry
+
+    try:
+        flat, plan = plan_closed(program, conflicts)
+        kept = check_and_reduce(program, flat, plan.thresholds, plan.distance)
+    except NotFlat:
+        return None
+    entries = [PlanEntry(op, engine, simplify(_substitute(t, HI, flat.hi)), True)
+               for (op, engine), t in plan.thresholds.items() if (op, engine) in kept]
+    return entries, plan.dependence_pairs, len(plan.thresholds) - len(kept)

@@ -1,0 +1,210 @@
+"""The concrete check of a closed plan, and its irredundancy: a run of the flat program.
+
+The program runs in program order over a window of trip counts. Per instance it keeps:
+- its requirement R[F]: 1 + the local index of the last conflicting F-instance, from the
+  dependence definition (the last write, or the last access, of each buffer element by
+  each engine); every closed threshold must equal it (or be <= 0 where R[F] = 0);
+- its guarantee H: the counts that must have been reached when it issues, in any execution
+  that enforces every requirement: the in-order predecessor's guarantee and count, and for
+  each F, the guarantee of the F-instance that R[F] names (whose completion implies its own
+  requirements held when it issued), with R[F] itself.
+A wait (y, F) is redundant when, at every instance of y with R[F] > 0, the guarantee of
+the predecessor or of the instance one of y's other kept waits names already reaches R[F]:
+then the remaining waits and in-order execution enforce it, and the program stays exact.
+The guarantees do not depend on which waits are dropped (they follow the requirements), so
+the waits of one op are decided from its own instances only.
+
+The window: the body's requirements and guarantees become, per component, either constant
+or growing by n_F per iteration once every source lies inside the loop (after the longest
+distance). A growing term feeding a constant one would overtake it within (its constant + 1)
+iterations, so a pattern that holds that long holds for ever; the ops after the loop
+follow the last iterations, periodically in the trip count. The run stops once both hold,
+and gives up (the general planner takes the program) past its instance budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import ChainMap
+
+from semantics.compiled import compile_expr
+from algorithm.threshold.flat import HI, Flat, Index, NotFlat
+
+PRED = -1  # the in-order predecessor as a source
+MAX_INSTANCES = 2_000_000
+
+
+class Disagreement(NotFlat):
+    """A closed threshold differs from the run's requirement (a planner defect)."""
+
+
+class Run:
+    def __init__(self, program, flat: Flat, thresholds: dict):
+        self.engines = {e: n for n, e in enumerate(program.engines)}
+        self.E = len(program.engines)
+        self.flat = flat
+        self.count = [0] * self.E
+        self.guarantees = [[] for _ in range(self.E)]  # per engine, per local index
+        self.last_write: dict = {}
+        self.last_access: dict = {}
+        self.covers: dict = {}  # (op, F) -> set of frozensets of sources that reach R[F]
+        self.waits: dict = {}  # op -> [(F index, compiled threshold, engine name)]
+        for (name, engine), t in thresholds.items():
+            self.waits.setdefault(name, []).append((self.engines[engine], compile_expr(t), engine))
+        self.accesses = {}
+        for op in (*flat.prefix, *flat.body, *flat.suffix):
+            var = flat.var if op in flat.body else None
+            self.accesses[op.name] = (
+                [(a.buffer, [Index(ix, var) for ix in a.indices]) for a in op.reads],
+                [(a.buffer, [Index(ix, var) for ix in a.indices]) for a in op.writes])
+
+    @staticmethod
+    def elements(buffer, dims, i):
+        if all(d.range is None for d in dims):
+            return [(buffer, tuple(d(i) for d in dims))]
+        return [(buffer, e) for e in itertools.product(*(d.values(i) for d in dims))]
+
+    def issue(self, op, i: int, env: dict, last_write=None, last_access=None):
+        """Run one instance; returns (R, H)."""
+        lw = self.last_write if last_write is None else last_write
+        la = self.last_access if last_access is None else last_access
+        me = self.engines[op.engine]
+        E = self.E
+        R = [0] * E
+        reads, writes = self.accesses[op.name]
+        touched_r = [k for b, dims in reads for k in self.elements(b, dims, i)]
+        touched_w = [k for b, dims in writes for k in self.elements(b, dims, i)]
+        for table, keys in ((lw, touched_r), (la, touched_w)):
+            for key in keys:
+                seen = table.get(key)
+                if seen is not None:
+                    for f in range(E):
+                        if f != me and seen[f] + 1 > R[f]:
+                            R[f] = seen[f] + 1
+        sources = {}
+        if self.count[me]:
+            h = list(self.guarantees[me][self.count[me] - 1])
+            h[me] = max(h[me], self.count[me])
+            sources[PRED] = h
+        for f in range(E):
+            if R[f]:
+                h = list(self.guarantees[f][R[f] - 1])
+                h[f] = max(h[f], R[f])
+                sources[f] = h
+        H = tuple(max((h[f] for h in sources.values()), default=0) for f in range(E))
+        planned = {f: (t, name) for f, t, name in self.waits.get(op.name, ())}
+        for f in range(E):
+            if f == me:
+                continue
+            if f in planned:
+                value = planned[f][0](env)
+                if (value != R[f]) if R[f] else (value > 0):
+                    raise Disagreement(f"{op.name} waits {planned[f][1]} >= {value} at {env}, needs {R[f]}")
+            elif R[f]:
+                raise Disagreement(f"{op.name} has no wait on engine {f} at {env}, needs {R[f]}")
+            if R[f]:
+                cover = frozenset(g for g, h in sources.items() if g != f and h[f] >= R[f])
+                self.covers.setdefault((op.name, f), set()).add(cover)
+        for key in touched_r:
+            self._slot(la, key)[me] = self.count[me]
+        for key in touched_w:
+            self._slot(lw, key)[me] = self.count[me]
+            self._slot(la, key)[me] = self.count[me]
+        self.guarantees[me].append(H)
+        self.count[me] += 1
+        return R, H
+
+    def _slot(self, table, key) -> list:
+        """The per-engine entry of one element, copied on first write when `table` is a
+        ChainMap over the loop's tables (the ops after the loop run on a copy)."""
+        if isinstance(table, ChainMap):
+            own = table.maps[0]
+            slot = own.get(key)
+            if slot is None:
+                seen = table.maps[1].get(key)
+                slot = own[key] = list(seen) if seen is not None else [-1] * self.E
+            return slot
+        slot = table.get(key)
+        if slot is None:
+            slot = table[key] = [-1] * self.E
+        return slot
+
+    def suffix(self, t: int, hi_values):
+        """The ops after the loop at trip count t, on a copy of the state."""
+        for hi in hi_values:
+            saved = (list(self.count), [len(g) for g in self.guarantees])
+            lw, la = ChainMap({}, self.last_write), ChainMap({}, self.last_access)
+            out = [self.issue(op, 0, {HI: hi}, lw, la) for op in self.flat.suffix]
+            self.count = saved[0]
+            for g, n in zip(self.guarantees, saved[1]):
+                del g[n:]
+        return out
+
+
+def check_and_reduce(program, flat: Flat, thresholds: dict, distance: int) -> set:
+    """The (op, engine) waits of the closed plan that stay; Disagreement when a closed
+    threshold is not the run's requirement, NotFlat when the run does not settle."""
+    run = Run(program, flat, thresholds)
+    for op in flat.prefix:
+        run.issue(op, 0, {})
+    if flat.var is not None:
+        _loop(run, program, flat, distance)
+    kept = set(thresholds)
+    for op in (*flat.prefix, *flat.body, *flat.suffix):
+        mine = sorted(run.engines[e] for (name, e) in thresholds if name == op.name)
+        names = {run.engines[e]: e for (name, e) in thresholds if name == op.name}
+        live = set(mine)
+        for f in mine:
+            rest = live - {f}
+            dropped = [g for g in mine if g not in live]
+            if all(_covered(run.covers.get((op.name, g), ()), rest | {PRED}) for g in [f, *dropped]):
+                live = rest
+        kept -= {(op.name, names[f]) for f in mine if f not in live}
+    return kept
+
+
+def _covered(covers, allowed: set) -> bool:
+    return all(cover & allowed for cover in covers)
+
+
+def _loop(run: Run, program, flat: Flat, distance: int) -> None:
+    """`distance`: the farthest an iteration's sources lie back (at least one period of
+    every index, and one iteration)."""
+    n = [sum(op.engine == e for op in flat.body) for e in program.engines]
+    margin = distance + len(flat.prefix) + 3
+    below = flat.hi_min is None or flat.hi_min < flat.lo  # an upper bound below lo is possible
+    hi_of = lambda t: [flat.lo + t] if t or not below else [flat.lo, flat.lo - 1]
+    if flat.t_min == 0:
+        run.suffix(0, hi_of(0))
+    previous, pattern, steady, k = None, None, 0, 0
+    budget = MAX_INSTANCES // max(1, len(flat.body) + len(flat.suffix))
+    while True:
+        i = flat.lo + k
+        now = [run.issue(op, i, {flat.var: i}) for op in flat.body]
+        k += 1
+        if k >= flat.t_min:
+            run.suffix(k, hi_of(k))
+        if previous is not None:
+            delta = _deltas(previous, now, n)
+            steady = steady + 1 if delta is not None and delta == pattern else 0
+            pattern = delta
+        previous = now
+        if k > distance and steady >= margin + 2 * distance:
+            return
+        if k > budget:
+            raise NotFlat("the run did not settle within its budget")
+
+
+def _deltas(previous, now, n):
+    """Per component: 'growing' by n_F, or constant; None when neither."""
+    out = []
+    for (r0, h0), (r1, h1) in zip(previous, now):
+        for f, step in enumerate(n):
+            for a, b in ((r0[f], r1[f]), (h0[f], h1[f])):
+                if b == a:
+                    out.append(0)
+                elif b - a == step:
+                    out.append(1)
+                else:
+                    return None
+    return tuple(out)

@@ -1,0 +1,230 @@
+"""Flat programs: the class the closed-form planner (closed.py) plans by arithmetic.
+
+A program is *flat* when its top level is ops around at most one `for` loop whose body
+holds only ops; the loop's lower bound is a constant and its upper bound an expression of
+parameters; outside the loop every index is a constant or a constant range, and inside it
+a point index is built from the loop index, constants, `+`, `-`, `*` by a constant and `%`
+by a positive constant (a range index has constant bounds). Such an index satisfies
+f(i + P) = f(i) + a * P for P the lcm of its moduli: it is linear plus P-periodic. Barriers,
+DMA queues, peer clauses and replicas take the general planner (plan.py).
+
+The rule of plan.py (wait until the producer engine F has completed the instances up to
+the last conflicting one) then reduces to arithmetic, per consumer y and engine F:
+- y in the body at iteration i, producer x in the body: with equal linear parts, x at
+  i - d conflicts with y for every i, for none, or for some (then the program is not flat:
+  the general planner takes it). The last conflicting x-instance is at the least such d
+  that conflicts for every i (d >= 0 when x precedes y in the body, else d >= 1), and it
+  exists when i >= lo + d. Among all producers on F the least d wins, then the latest in
+  the body; where it does not exist (i < lo + d), the latest conflicting op before the
+  loop is the last one.
+- y after the loop, x in the body: the last conflicting x-instance is at i' = hi - 1, or at
+  the latest i' < hi of the one residue class mod P that conflicts, when i' >= lo.
+- ops outside the loop conflict or not, statically.
+Counts are positions: the F-ops before the loop, n_F per iteration, the F-ops of the
+segment before x, plus one.
+
+Nothing here is taken on trust. `simulate.py` runs the program concretely over a window of
+trip counts, computes every instance's minimal threshold from the dependence definition
+(the last conflicting instance per engine and buffer element), checks each closed form
+against it, and decides which waits are redundant; the window runs until the run is
+periodic, after which every quantity it compares grows by the same amount per period.
+A program that leaves the class or fails a check is planned by the general planner.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from semantics.ir import Barrier, BinOp, Compare, Const, For, IfExpr, Iters, Neg, Op, Program, Range, Var, walk_expr
+from semantics.evaluate import eval_expr
+from semantics.simplify import linear, simplify
+
+HI = "#hi"  # the loop's upper bound, abstracted while planning and checking
+
+
+class NotFlat(Exception):
+    """The program leaves the flat class (internal: the general planner takes it)."""
+
+
+@attrs.frozen
+class Flat:
+    prefix: tuple  # ops before the loop
+    body: tuple  # the loop's ops
+    suffix: tuple  # ops after the loop
+    var: str | None
+    lo: int
+    hi: object  # IR over parameters
+    t_min: int  # the fewest iterations any valid parameter valuation gives
+    hi_min: int | None  # the least upper bound any valid valuation gives (None: unknown)
+
+
+def flat_shape(program: Program) -> Flat:
+    """The program's flat shape, or NotFlat."""
+    if program.queues:
+        raise NotFlat("DMA queues")
+    prefix, suffix, loop = [], [], None
+    for stmt in program.body:
+        match stmt:
+            case Barrier():
+                continue
+            case Op():
+                (suffix if loop is not None else prefix).append(stmt)
+            case For() if loop is None:
+                loop = stmt
+            case _:
+                raise NotFlat("more than one loop, or an if")
+    body = []
+    if loop is not None:
+        for stmt in loop.body:
+            if isinstance(stmt, Barrier):
+                continue
+            if not isinstance(stmt, Op):
+                raise NotFlat("a nested statement")
+            body.append(stmt)
+        lo = simplify(loop.lo)
+        if not isinstance(lo, Const):
+            raise NotFlat("a loop lower bound that is not a constant")
+        params = {p.name for p in program.params}
+        if any(isinstance(n, Iters) or (isinstance(n, Var) and n.name not in params) for n in walk_expr(loop.hi)):
+            raise NotFlat("a loop upper bound over more than parameters")
+    for op in [*prefix, *body, *suffix]:
+        if op.replica is not None or op.syncs or op.queue is not None:
+            raise NotFlat("peer clauses, queues or replicas")
+        for access in (*op.reads, *op.writes):
+            for index in access.indices:
+                _check_index(index, loop.var if op in body else None)
+    if loop is None:
+        return Flat(tuple(prefix), (), (), None, 0, Const(0), 0, 0)
+    hi_min = _least_bound(program, loop.hi)
+    t_min = 0 if hi_min is None else max(0, hi_min - lo.value)
+    return Flat(tuple(prefix), tuple(body), tuple(suffix), loop.var, lo.value, loop.hi, t_min, hi_min)
+
+
+def _check_index(index, var: str | None) -> None:
+    if isinstance(index, Range):
+        if not (isinstance(simplify(index.lo), Const) and isinstance(simplify(index.hi), Const)):
+            raise NotFlat("a range with bounds that are not constants")
+        return
+    for node in walk_expr(index):
+        match node:
+            case Const() | Neg():
+                continue
+            case Var(name=name) if name == var:
+                continue
+            case BinOp(op="+" | "-"):
+                continue
+            case BinOp(op="*", left=a, right=b) if isinstance(simplify(a), Const) or isinstance(simplify(b), Const):
+                continue
+            case BinOp(op="%", right=b) if isinstance(simplify(b), Const) and simplify(b).value > 0:
+                continue
+        raise NotFlat("an index that is not linear plus periodic in the loop index")
+
+
+def _least_bound(program: Program, hi) -> int | None:
+    """The least value of hi over valid valuations when every coefficient of its linear
+    form is non-negative (then hi grows with each parameter, from its lower bound)."""
+    if any(coef < 0 for key, coef in linear(hi).items() if key is not None):
+        return None
+    return eval_expr(hi, {p.name: p.lower for p in program.params})
+
+
+# ---------------------------------------------------------------- indices
+
+
+def period(expr) -> int:
+    out = 1
+    for node in walk_expr(expr):
+        if isinstance(node, BinOp) and node.op == "%":
+            out = math.lcm(out, simplify(node.right).value)
+    return out
+
+
+class Index:
+    """One access index as a function of the loop index (a constant outside the loop)."""
+
+    def __init__(self, index, var: str | None):
+        self.range = None
+        if isinstance(index, Range):
+            self.range = (simplify(index.lo).value, simplify(index.hi).value)
+            self.p, self.a = 1, 0
+            return
+        self.p = period(index)
+        self.base = [eval_expr(index, {var: r} if var else {}) for r in range(self.p + 1)]
+        self.a = (self.base[self.p] - self.base[0]) // self.p  # f(i + P) = f(i) + a * P
+        del self.base[self.p]
+
+    def __call__(self, i: int) -> int:
+        r = i % self.p
+        return self.base[r] + self.a * (i - r)
+
+    def values(self, i: int) -> range:
+        if self.range is not None:
+            return range(*self.range)
+        v = self(i)
+        return range(v, v + 1)
+
+    def bound(self) -> int:
+        """max |f(i) - a * i| over a period (0 for a range)."""
+        return 0 if self.range else max(abs(self(i) - self.a * i) for i in range(self.p))
+
+
+def overlaps(ax: list, i_x: int, ay: list, i_y: int) -> bool:
+    for fx, fy in zip(ax, ay):
+        vx, vy = fx.values(i_x), fy.values(i_y)
+        if not (vx.start < vy.stop and vy.start < vx.stop and len(vx) and len(vy)):
+            return False
+    return True
+
+
+def _pattern(ax: list, ay: list, shift: int, p: int) -> bool | None:
+    """Whether x at i - shift and y at i conflict: True for every i, False for none,
+    None for some (the pattern has period p in i)."""
+    seen = {overlaps(ax, i - shift, ay, i) for i in range(p)}
+    return seen.pop() if len(seen) == 1 else None
+
+
+def _joint_period(ax: list, ay: list) -> int:
+    out = 1
+    for fx, fy in zip(ax, ay):
+        if fx.range is None and fy.range is None:
+            if fx.a != fy.a:
+                raise NotFlat("indices with different linear parts")
+        elif (fx.range is None and fx.a) or (fy.range is None and fy.a):
+            raise NotFlat("a linear index against a range")
+        out = math.lcm(out, fx.p, fy.p)
+    return out
+
+
+def distance(ax: list, ay: list, first: int) -> int | None:
+    """The least d >= first such that x at i - d conflicts with y at i for every i; None
+    when none does for any i. Both accesses are in the body."""
+    p = _joint_period(ax, ay)
+    steps = p
+    for fx, fy in zip(ax, ay):
+        if fx.range is None and fx.a:  # |f_x(i - d) - f_y(i)| >= |a| d - bounds: no zero beyond
+            steps = max(steps, (fx.bound() + fy.bound()) // abs(fx.a) + 1 + p)
+    for d in range(first, first + steps + 1):
+        match _pattern(ax, ay, d, p):
+            case True:
+                return d
+            case None:
+                raise NotFlat("a dependence at some iterations only")
+    return None
+
+
+def static_conflict(ax: list, ay: list) -> bool:
+    return overlaps(ax, 0, ay, 0)
+
+
+def body_against_constant(body_side: list, const_side: list, body_first: bool) -> tuple[int, set]:
+    """The residues r mod P of the loop index at which the body access conflicts with an
+    access outside the loop."""
+    p = _joint_period(body_side, const_side)
+    for f in body_side:
+        if f.range is None and f.a:
+            raise NotFlat("a linear index against one outside the loop")
+    hits = {r for r in range(p) if (overlaps(body_side, r, const_side, 0) if body_first
+                                    else overlaps(const_side, 0, body_side, r))}
+    return p, hits
