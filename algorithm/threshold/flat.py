@@ -37,6 +37,7 @@ import math
 
 import attrs
 
+from semantics.errors import Unsupported
 from semantics.ir import Barrier, BinOp, Compare, Const, For, IfExpr, Iters, Neg, Op, Program, Range, Var, walk_expr
 from semantics.evaluate import eval_expr
 from semantics.simplify import linear, simplify
@@ -44,7 +45,7 @@ from semantics.simplify import linear, simplify
 HI = "#hi"  # the loop's upper bound, abstracted while planning and checking
 
 
-class NotFlat(Exception):
+class NotFlat(Unsupported):
     """The program leaves the flat class (internal: the general planner takes it)."""
 
 
