@@ -20,12 +20,14 @@ directly.
 
 from __future__ import annotations
 
+import bisect
+
 import attrs
 
 from semantics.ir import BinOp, Compare, Const, IfExpr, Max, Program, Var
 from semantics.simplify import simplify
 from semantics.symbolic import conflicting_pairs
-from algorithm.threshold.flat import HI, Flat, Index, NotFlat, body_against_constant, distance, flat_shape, static_conflict
+from algorithm.threshold.flat import HI, Flat, NotFlat, indices, body_against_constant, distance, flat_shape, static_conflict
 
 
 @attrs.frozen
@@ -33,6 +35,7 @@ class ClosedPlan:
     thresholds: dict  # (op name, engine) -> IR over the loop index and HI
     dependence_pairs: int
     distance: int  # the farthest an iteration's sources lie back
+    index_cache: dict = attrs.field(eq=False, repr=False)
 
 
 def _lin(constant: int, *terms) -> object:
@@ -59,16 +62,19 @@ class Planner:
         self.trip = simplify(BinOp("-", hi, Const(flat.lo)))
         if flat.hi_min is None or flat.hi_min < flat.lo:
             self.trip = Max(self.trip, Const(0))
-        self._indices: dict = {}
-        self.pairs = 0
+        self.index_cache: dict = {}
+        self._distances: dict = {}
+        self.groups: dict = {}  # buffer -> (buffer, engine, indices, writes) -> body positions
+        for n, op in enumerate(flat.body):
+            for accesses, writes in ((op.reads, False), (op.writes, True)):
+                for a in accesses:
+                    group = self.groups.setdefault(a.buffer, {}).setdefault((a.buffer, op.engine, a.indices, writes), [])
+                    if not group or group[-1] != n:
+                        group.append(n)
         self.distance = 1  # the farthest distance of a dependence in the body, and every period
 
     def indices(self, op, access) -> list:
-        key = (op.name, access)
-        if key not in self._indices:
-            var = self.flat.var if self.segment[op.name] == "body" else None
-            self._indices[key] = [Index(ix, var) for ix in access.indices]
-        return self._indices[key]
+        return indices(access.indices, self.flat.var if self.segment[op.name] == "body" else None, self.index_cache)
 
     def pairs_of(self, x, y):
         return [(self.indices(x, ax), self.indices(y, ay)) for ax, ay in self.conflicts(x, y)]
@@ -101,9 +107,61 @@ class Planner:
                     raise NotFlat("a dependence at some iterations only")
                 hit = hit or bool(residues)
             if hit:
-                self.pairs += 1
                 return self.count_static(x)
         return None
+
+    def distance_of(self, ix: list, iy: list, first: int):
+        key = (id(ix), id(iy), first)  # Index lists are cached per access: identity is stable
+        if key not in self._distances:
+            self._distances[key] = d = distance(ix, iy, first)
+            self.distance = max([self.distance, *(f.p for f in (*ix, *iy)), d or 0])
+        return self._distances[key]
+
+    def _body_candidates(self, y, engine):
+        """(x, least distance allowed) for the body ops on `engine` that may hold the last
+        conflicting instance: per buffer, index and kind of access, the latest before y
+        and the latest after it (the others are earlier instances of the same distance).
+        With a conflict relation other than the default, every op on a shared buffer."""
+        at = self.position[y.name]
+        out = []
+        for buffer, writes in {(a.buffer, False) for a in y.reads} | {(a.buffer, True) for a in y.writes}:
+            for (b, e, key, x_writes), positions in self.groups.get(buffer, {}).items():
+                if e != engine or not (writes or x_writes):
+                    continue
+                if self.conflicts is not conflicting_pairs:
+                    out += [(flat_op, 0 if n < at else 1) for n in positions for flat_op in (self.flat.body[n],)]
+                    continue
+                k = bisect.bisect_left(positions, at)
+                if k:
+                    out.append((self.flat.body[positions[k - 1]], 0))
+                if positions[-1] > at:
+                    out.append((self.flat.body[positions[-1]], 1))
+        return out
+
+    def dependence_pairs(self) -> int:
+        """Static (producer op, consumer op) pairs on different engines that share a buffer,
+        one of them writing (the count of the general planner's statistics)."""
+        total = 0
+        every = (*self.flat.prefix, *self.flat.body, *self.flat.suffix)
+        order = {op.name: n for n, op in enumerate(every)}
+        loop_ops = {op.name for op in self.flat.body}
+        writers: dict = {}
+        accessors: dict = {}
+        for op in every:
+            for a in op.writes:
+                writers.setdefault(a.buffer, set()).add(op.name)
+            for a in (*op.reads, *op.writes):
+                accessors.setdefault(a.buffer, set()).add(op.name)
+        engine = {op.name: op.engine for op in every}
+        for y in every:
+            xs = set()
+            for a in y.reads:
+                xs |= writers.get(a.buffer, set())
+            for a in y.writes:
+                xs |= accessors.get(a.buffer, set())
+            total += sum(1 for x in xs if engine[x] != y.engine
+                         and (order[x] < order[y.name] or (x in loop_ops and y.name in loop_ops)))
+        return total
 
     def threshold(self, y, engine) -> object | None:
         match self.segment[y.name]:
@@ -115,27 +173,22 @@ class Planner:
                 return self._after_body(y, engine)
 
     def _in_body(self, y, engine):
-        flat, i = self.flat, Var(self.flat.var)
+        flat = self.flat
         before = self.latest_static(flat.prefix, y, engine, None)
         best = None  # (d, -position, x)
-        for x in flat.body:
-            if x.engine != engine:
-                continue
-            first = 0 if self.position[x.name] < self.position[y.name] else 1
+        for x, first in self._body_candidates(y, engine):
             ds = []
             for ix, iy in self.pairs_of(x, y):
-                d = distance(ix, iy, first)
-                self.distance = max([self.distance, *(f.p for f in (*ix, *iy))])
+                d = self.distance_of(ix, iy, first)
                 if d is not None:
                     ds.append(d)
-                    self.distance = max(self.distance, d)
             if ds:
-                self.pairs += 1
                 key = (min(ds), -self.position[x.name], x)
                 best = key if best is None or key[:2] < best[:2] else best
         if best is None:
             return before
         d, _, x = best
+        i = Var(flat.var)
         count = self.count_loop(x, simplify(BinOp("-", i, Const(d))))
         if d == 0:
             return count
@@ -169,7 +222,6 @@ class Planner:
                     raise NotFlat("several residue classes conflict")
             if not forms:
                 continue
-            self.pairs += 1
             form = (1, 0) if (1, 0) in forms else forms.pop() if len(forms) == 1 else None
             if form is None or (chosen is not None and chosen[0] != form):
                 raise NotFlat("producers of different residue classes")
@@ -212,7 +264,7 @@ def plan_closed(program: Program, conflicts=conflicting_pairs) -> tuple[Flat, Cl
             if t is None or (isinstance(t, Const) and t.value <= 0):
                 continue
             thresholds[(y.name, engine)] = t
-    return flat, ClosedPlan(thresholds, planner.pairs, planner.distance)
+    return flat, ClosedPlan(thresholds, planner.dependence_pairs(), planner.distance, planner.index_cache)
 
 
 def sync_closed(program: Program, conflicts=conflicting_pairs):
@@ -223,7 +275,7 @@ def sync_closed(program: Program, conflicts=conflicting_pairs):
 
     try:
         flat, plan = plan_closed(program, conflicts)
-        kept = check_and_reduce(program, flat, plan.thresholds, plan.distance)
+        kept = check_and_reduce(program, flat, plan.thresholds, plan.distance, plan.index_cache)
     except NotFlat:
         return None
     entries = [PlanEntry(op, engine, simplify(_substitute(t, HI, flat.hi)), True)

@@ -28,7 +28,7 @@ import itertools
 from collections import ChainMap
 
 from semantics.compiled import compile_expr
-from algorithm.threshold.flat import HI, Flat, Index, NotFlat
+from algorithm.threshold.flat import HI, Flat, NotFlat, indices
 
 PRED = -1  # the in-order predecessor as a source
 MAX_INSTANCES = 2_000_000
@@ -39,7 +39,7 @@ class Disagreement(NotFlat):
 
 
 class Run:
-    def __init__(self, program, flat: Flat, thresholds: dict):
+    def __init__(self, program, flat: Flat, thresholds: dict, index_cache: dict):
         self.engines = {e: n for n, e in enumerate(program.engines)}
         self.E = len(program.engines)
         self.flat = flat
@@ -52,11 +52,11 @@ class Run:
         for (name, engine), t in thresholds.items():
             self.waits.setdefault(name, []).append((self.engines[engine], compile_expr(t), engine))
         self.accesses = {}
-        for op in (*flat.prefix, *flat.body, *flat.suffix):
-            var = flat.var if op in flat.body else None
-            self.accesses[op.name] = (
-                [(a.buffer, [Index(ix, var) for ix in a.indices]) for a in op.reads],
-                [(a.buffer, [Index(ix, var) for ix in a.indices]) for a in op.writes])
+        for ops, var in ((flat.prefix, None), (flat.body, flat.var), (flat.suffix, None)):
+            for op in ops:
+                self.accesses[op.name] = (
+                    [(a.buffer, indices(a.indices, var, index_cache)) for a in op.reads],
+                    [(a.buffer, indices(a.indices, var, index_cache)) for a in op.writes])
 
     @staticmethod
     def elements(buffer, dims, i):
@@ -141,18 +141,21 @@ class Run:
         return out
 
 
-def check_and_reduce(program, flat: Flat, thresholds: dict, distance: int) -> set:
+def check_and_reduce(program, flat: Flat, thresholds: dict, distance: int, index_cache: dict | None = None) -> set:
     """The (op, engine) waits of the closed plan that stay; Disagreement when a closed
     threshold is not the run's requirement, NotFlat when the run does not settle."""
-    run = Run(program, flat, thresholds)
+    run = Run(program, flat, thresholds, {} if index_cache is None else index_cache)
     for op in flat.prefix:
         run.issue(op, 0, {})
     if flat.var is not None:
         _loop(run, program, flat, distance)
     kept = set(thresholds)
+    by_op: dict = {}
+    for name, engine in thresholds:
+        by_op.setdefault(name, {})[run.engines[engine]] = engine
     for op in (*flat.prefix, *flat.body, *flat.suffix):
-        mine = sorted(run.engines[e] for (name, e) in thresholds if name == op.name)
-        names = {run.engines[e]: e for (name, e) in thresholds if name == op.name}
+        names = by_op.get(op.name, {})
+        mine = sorted(names)
         live = set(mine)
         for f in mine:
             rest = live - {f}

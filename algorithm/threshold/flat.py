@@ -33,6 +33,7 @@ A program that leaves the class or fails a check is planned by the general plann
 
 from __future__ import annotations
 
+import functools
 import math
 
 import attrs
@@ -90,12 +91,13 @@ def flat_shape(program: Program) -> Flat:
         params = {p.name for p in program.params}
         if any(isinstance(n, Iters) or (isinstance(n, Var) and n.name not in params) for n in walk_expr(loop.hi)):
             raise NotFlat("a loop upper bound over more than parameters")
-    for op in [*prefix, *body, *suffix]:
-        if op.replica is not None or op.syncs or op.queue is not None:
-            raise NotFlat("peer clauses, queues or replicas")
-        for access in (*op.reads, *op.writes):
-            for index in access.indices:
-                _check_index(index, loop.var if op in body else None)
+    for ops, var in ((prefix, None), (body, loop.var if loop else None), (suffix, None)):
+        for op in ops:
+            if op.replica is not None or op.syncs or op.queue is not None:
+                raise NotFlat("peer clauses, queues or replicas")
+            for access in (*op.reads, *op.writes):
+                for index in access.indices:
+                    _check_index(index, var)
     if loop is None:
         return Flat(tuple(prefix), (), (), None, 0, Const(0), 0, 0)
     hi_min = _least_bound(program, loop.hi)
@@ -103,6 +105,7 @@ def flat_shape(program: Program) -> Flat:
     return Flat(tuple(prefix), tuple(body), tuple(suffix), loop.var, lo.value, loop.hi, t_min, hi_min)
 
 
+@functools.lru_cache(maxsize=4096)
 def _check_index(index, var: str | None) -> None:
     if isinstance(index, Range):
         if not (isinstance(simplify(index.lo), Const) and isinstance(simplify(index.hi), Const)):
@@ -140,6 +143,15 @@ def period(expr) -> int:
         if isinstance(node, BinOp) and node.op == "%":
             out = math.lcm(out, simplify(node.right).value)
     return out
+
+
+def indices(access_indices: tuple, var: str | None, cache: dict) -> list:
+    """The Index of each of an access's indices, one object per distinct index tuple (so
+    that results keyed by them are shared between ops)."""
+    key = (access_indices, var)
+    if key not in cache:
+        cache[key] = [Index(ix, var) for ix in access_indices]
+    return cache[key]
 
 
 class Index:
