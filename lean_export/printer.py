@@ -16,7 +16,7 @@ import re
 
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
-    Op, Or, Program, Stmt, Var, Wait,
+    Op, Or, Program, Stmt, Var, Wait, fold_expr,
 )
 
 INDENT = "  "
@@ -87,73 +87,48 @@ def base_name(name: str) -> str:
 # ------------------------------------------------------------ expressions
 
 
-def _atom(node) -> str:
+def _wrap(text: str) -> str:
     """An argument position: parenthesize anything but a bare literal."""
-    text = lean_expr(node)
     return text if text.startswith('"') else f"({text})"
 
 
-def lean_const(node: Const) -> str:
+def _atom(node) -> str:
+    """An expression in an argument position."""
+    return _wrap(lean_expr(node))
+
+
+def _const(node: Const) -> str:
     return f".const {node.value}" if node.value >= 0 else f".const ({node.value})"
 
 
-def lean_var(node: Var) -> str:
-    return f".var {lean_string(node.name)}"
-
-
-def lean_iters(node: Iters) -> str:
-    return f".iters {lean_string(node.var)}"
-
-
-def lean_binop(node: BinOp) -> str:
-    return f".{_BINOPS[node.op]} {_atom(node.left)} {_atom(node.right)}"
-
-
-def lean_neg(node: Neg) -> str:
-    return f".neg {_atom(node.operand)}"
-
-
-def lean_min(node: Min) -> str:
-    return f".min {_atom(node.left)} {_atom(node.right)}"
-
-
-def lean_max(node: Max) -> str:
-    return f".max {_atom(node.left)} {_atom(node.right)}"
-
-
-def lean_ifexpr(node: IfExpr) -> str:
-    return f".ite {_atom(node.cond)} {_atom(node.then)} {_atom(node.else_)}"
-
-
-def lean_compare(node: Compare) -> str:
-    return f".cmp .{_COMPARE[node.op]} {_atom(node.left)} {_atom(node.right)}"
-
-
-def lean_and(node: And) -> str:
-    return f".and {_atom(node.left)} {_atom(node.right)}"
-
-
-def lean_or(node: Or) -> str:
-    return f".or {_atom(node.left)} {_atom(node.right)}"
-
-
-def lean_not(node: Not) -> str:
-    return f".not {_atom(node.operand)}"
-
-
+# Each kind's term, given its node and its sub-terms' terms (semantics.ir.expr_children's
+# order), each already in an argument position.
 _EXPR_PRINTERS = {
-    Const: lean_const, Var: lean_var, Iters: lean_iters, BinOp: lean_binop, Neg: lean_neg,
-    Min: lean_min, Max: lean_max, IfExpr: lean_ifexpr, Compare: lean_compare, And: lean_and,
-    Or: lean_or, Not: lean_not,
+    Const: _const,
+    Var: lambda node: f".var {lean_string(node.name)}",
+    Iters: lambda node: f".iters {lean_string(node.var)}",
+    BinOp: lambda node, a, b: f".{_BINOPS[node.op]} {a} {b}",
+    Neg: lambda node, a: f".neg {a}",
+    Min: lambda node, a, b: f".min {a} {b}",
+    Max: lambda node, a, b: f".max {a} {b}",
+    IfExpr: lambda node, c, a, b: f".ite {c} {a} {b}",
+    Compare: lambda node, a, b: f".cmp .{_COMPARE[node.op]} {a} {b}",
+    And: lambda node, a, b: f".and {a} {b}",
+    Or: lambda node, a, b: f".or {a} {b}",
+    Not: lambda node, a: f".not {a}",
 }
+
+
+def _lean_node(node, inner: tuple) -> str:
+    printer = _EXPR_PRINTERS.get(type(node))
+    if printer is None:
+        raise TypeError(f"not an expression: {node!r}")
+    return printer(node, *map(_wrap, inner))
 
 
 def lean_expr(node) -> str:
     """An `Expr` term (conditions included: they are `Expr` constructors in Lean)."""
-    printer = _EXPR_PRINTERS.get(type(node))
-    if printer is None:
-        raise TypeError(f"not an expression: {node!r}")
-    return printer(node)
+    return fold_expr(node, _lean_node)
 
 
 # ------------------------------------------------------------- statements

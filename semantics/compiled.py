@@ -10,7 +10,7 @@ from typing import Callable, Mapping
 
 from semantics.errors import EvalError, Unsupported  # Unsupported: re-exported
 from semantics.evaluate import eval_cond, eval_expr
-from semantics.ir import And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var
+from semantics.ir import And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var, fold_expr
 
 Compiled = Callable[..., int]  # (env, iters=None) -> value
 
@@ -30,38 +30,42 @@ def iteration_count(iters: Mapping[str, int] | None, var: str, node) -> int:
 def source(node, nodes: list) -> str:
     """Python source for `node`, reading `env` and `iters`; nodes needing a location for
     an error are appended to `nodes` (referred to as `_n[k]`)."""
-    def ref() -> str:
-        nodes.append(node)
+    def ref(n) -> str:
+        nodes.append(n)
         return f"_n[{len(nodes) - 1}]"
 
-    match node:
-        case Const(value=v) if isinstance(v, int):
-            return f"({v!r})"
-        case Var(name=name):
-            return f"env[{name!r}]"
-        case Iters(var=var):
-            return f"_iters(iters, {var!r}, {ref()})"
-        case BinOp(op=op, left=a, right=b) if op in ("+", "-", "*"):
-            return f"({source(a, nodes)} {op} {source(b, nodes)})"
-        case BinOp(op=op, left=a, right=b) if op in ("//", "%"):
-            return f"_div({source(a, nodes)}, {source(b, nodes)}, {op!r}, {ref()})"
-        case Neg(operand=a):
-            return f"(-{source(a, nodes)})"
-        case Min(left=a, right=b):
-            return f"min({source(a, nodes)}, {source(b, nodes)})"
-        case Max(left=a, right=b):
-            return f"max({source(a, nodes)}, {source(b, nodes)})"
-        case IfExpr(cond=c, then=a, else_=b):
-            return f"({source(a, nodes)} if {source(c, nodes)} else {source(b, nodes)})"
-        case Compare(op=op, left=a, right=b) if op in ("==", "!=", "<", "<=", ">", ">="):
-            return f"({source(a, nodes)} {op} {source(b, nodes)})"
-        case And(left=a, right=b):
-            return f"({source(a, nodes)} and {source(b, nodes)})"
-        case Or(left=a, right=b):
-            return f"({source(a, nodes)} or {source(b, nodes)})"
-        case Not(operand=a):
-            return f"(not {source(a, nodes)})"
-    raise Unsupported(repr(node))  # a node not translated: the tree-walking evaluator handles it
+    def text(n, inner: tuple) -> str:  # `inner`: the sub-terms' source, expr_children's order
+        match n:
+            case Const(value=v) if isinstance(v, int):
+                return f"({v!r})"
+            case Var(name=name):
+                return f"env[{name!r}]"
+            case Iters(var=var):
+                return f"_iters(iters, {var!r}, {ref(n)})"
+            case BinOp(op=op) if op in ("+", "-", "*"):
+                return f"({inner[0]} {op} {inner[1]})"
+            case BinOp(op=op) if op in ("//", "%"):
+                return f"_div({inner[0]}, {inner[1]}, {op!r}, {ref(n)})"
+            case Neg():
+                return f"(-{inner[0]})"
+            case Min():
+                return f"min({inner[0]}, {inner[1]})"
+            case Max():
+                return f"max({inner[0]}, {inner[1]})"
+            case IfExpr():
+                c, a, b = inner
+                return f"({a} if {c} else {b})"
+            case Compare(op=op) if op in ("==", "!=", "<", "<=", ">", ">="):
+                return f"({inner[0]} {op} {inner[1]})"
+            case And():
+                return f"({inner[0]} and {inner[1]})"
+            case Or():
+                return f"({inner[0]} or {inner[1]})"
+            case Not():
+                return f"(not {inner[0]})"
+        raise Unsupported(repr(n))  # a node not translated: the tree-walking evaluator handles it
+
+    return fold_expr(node, text)
 
 
 def compile_expr(node, cond: bool = False) -> Compiled:
@@ -71,7 +75,7 @@ def compile_expr(node, cond: bool = False) -> Compiled:
         text = source(node, nodes)
         return eval(f"lambda env, iters=None: {text}",  # noqa: S307 - source built from the IR above
                     {"_n": nodes, "_div": division, "_iters": iteration_count, "min": min, "max": max})
-    except (Unsupported, RecursionError, SyntaxError, MemoryError):
+    except (Unsupported, TypeError, RecursionError, SyntaxError, MemoryError):  # TypeError: not an expression
         walk = eval_cond if cond else eval_expr
         return lambda env, iters=None: walk(node, env, iters)
 

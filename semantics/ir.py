@@ -325,21 +325,71 @@ def walk_stmts(body: tuple[Stmt, ...]):
                 pass
 
 
+# The expression walkers: `expr_children` and `with_children` are the only places that
+# know each node kind's sub-terms; `walk_expr`, `fold_expr` and `map_expr` recurse through
+# them, so a walk written with them cannot forget a kind.
+
+
+def expr_children(node) -> tuple:
+    """The direct sub-terms of an expression or condition, in field order (IfExpr: cond,
+    then, else_). TypeError for anything else."""
+    match node:
+        case Const() | Var() | Iters():
+            return ()
+        case BinOp() | Min() | Max() | Compare() | And() | Or():
+            return (node.left, node.right)
+        case Neg(operand=a) | Not(operand=a):
+            return (a,)
+        case IfExpr(cond=c, then=a, else_=b):
+            return (c, a, b)
+    raise TypeError(f"not an expression: {node!r}")
+
+
+def with_children(node, children: tuple):
+    """`node` with its sub-terms replaced by `children` (in `expr_children`'s order): the
+    same kind, operator and locations; `node` itself when every child is unchanged."""
+    old = expr_children(node)
+    if len(children) != len(old):
+        raise ValueError(f"{type(node).__name__} has {len(old)} sub-terms, not {len(children)}")
+    if all(new is was for new, was in zip(children, old)):
+        return node
+    match node:
+        case Neg() | Not():
+            return attrs.evolve(node, operand=children[0])
+        case IfExpr():
+            return attrs.evolve(node, cond=children[0], then=children[1], else_=children[2])
+    return attrs.evolve(node, left=children[0], right=children[1])
+
+
 def walk_expr(node):
     """Yield an expression or condition and every subterm, pre-order."""
     yield node
-    match node:
-        case Const() | Var() | Iters():
-            pass
-        case Neg(operand=a) | Not(operand=a):
-            yield from walk_expr(a)
-        case IfExpr(cond=c, then=a, else_=b):
-            yield from walk_expr(c)
-            yield from walk_expr(a)
-            yield from walk_expr(b)
-        case _:  # BinOp, Min, Max, Compare, And, Or
-            yield from walk_expr(node.left)
-            yield from walk_expr(node.right)
+    for child in expr_children(node):
+        yield from walk_expr(child)
+
+
+def fold_expr(node, fn):
+    """Bottom-up fold: `fn(node, results)`, where `results` are the folds of `node`'s
+    sub-terms in `expr_children`'s order (() for a leaf). Every sub-term is folded,
+    conditions and both branches of an `if` included: not for a walk that must skip one
+    (evaluation, which short-circuits)."""
+    children = expr_children(node)
+    results = []
+    for child in children:  # a loop, not a comprehension: one frame per level of the tree
+        results.append(fold_expr(child, fn))
+    return fn(node, tuple(results))
+
+
+def map_expr(node, fn):
+    """Bottom-up rebuild: every sub-term is mapped first, then `fn` gets the node rebuilt
+    on the mapped sub-terms (`with_children`: kind, operator and locations kept) and
+    returns its replacement (the node itself to keep it). What `fn` returns is not
+    mapped again."""
+    children = expr_children(node)
+    mapped = []
+    for child in children:
+        mapped.append(map_expr(child, fn))
+    return fn(with_children(node, tuple(mapped)) if children else node)
 
 
 def ops(program: Program) -> list[Op]:

@@ -8,10 +8,7 @@ reports those.
 from __future__ import annotations
 
 from semantics.errors import KernelError
-from semantics.ir import (
-    And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Loc, Max, Min, Neg, Not,
-    Op, Or, Program, Var, index_exprs, walk_stmts,
-)
+from semantics.ir import Barrier, For, If, Iters, Loc, Op, Program, Var, fold_expr, index_exprs, walk_stmts
 
 
 KEYWORDS = frozenset(
@@ -158,29 +155,20 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
 
 
 def check_expr(node, scope, all_loops, iters_allowed: bool) -> None:
-    """Every name in `node` is in `scope`; `iters` only where allowed."""
-    match node:
-        case Const():
-            pass
-        case Var(name=name):
-            if name not in scope:
-                if name in all_loops:
-                    raise KernelError(f"loop variable '{name}' is not in scope here", node.loc)
-                raise KernelError(f"undeclared name '{name}'", node.loc)
-        case Iters(var=var):
-            if not iters_allowed:
-                raise KernelError("iters(...) is allowed only in wait thresholds", node.loc)
-            if var not in all_loops:
-                raise KernelError(f"iters({var}): '{var}' is not a loop variable of this kernel", node.loc)
-        case BinOp(left=a, right=b) | Min(left=a, right=b) | Max(left=a, right=b) \
-                | Compare(left=a, right=b) | And(left=a, right=b) | Or(left=a, right=b):
-            check_expr(a, scope, all_loops, iters_allowed)
-            check_expr(b, scope, all_loops, iters_allowed)
-        case Neg(operand=a) | Not(operand=a):
-            check_expr(a, scope, all_loops, iters_allowed)
-        case IfExpr(cond=c, then=a, else_=b):
-            check_expr(c, scope, all_loops, iters_allowed)
-            check_expr(a, scope, all_loops, iters_allowed)
-            check_expr(b, scope, all_loops, iters_allowed)
-        case _:
-            raise TypeError(f"not an expression: {node!r}")
+    """Every name in `node` is in `scope`; `iters` only where allowed. The first offence
+    from left to right is reported (a fold visits the names in that order; a TypeError
+    for a node that is not an expression)."""
+    def check(sub, _) -> None:
+        match sub:
+            case Var(name=name):
+                if name not in scope:
+                    if name in all_loops:
+                        raise KernelError(f"loop variable '{name}' is not in scope here", sub.loc)
+                    raise KernelError(f"undeclared name '{name}'", sub.loc)
+            case Iters(var=var):
+                if not iters_allowed:
+                    raise KernelError("iters(...) is allowed only in wait thresholds", sub.loc)
+                if var not in all_loops:
+                    raise KernelError(f"iters({var}): '{var}' is not a loop variable of this kernel", sub.loc)
+
+    fold_expr(node, check)

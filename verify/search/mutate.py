@@ -25,10 +25,7 @@ from collections.abc import Callable
 
 import attrs
 
-from semantics.ir import (
-    And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or,
-    Program, Var, Wait, walk_expr,
-)
+from semantics.ir import Barrier, BinOp, Const, For, If, Iters, Op, Program, Var, Wait, map_expr, walk_expr
 from semantics.printer import print_expr
 from verify.engines import select
 from verify.fanout import SERIAL, FanOut, ordered_map
@@ -53,27 +50,6 @@ class MutantResult:
 # ------------------------------------------------------------ the operators
 
 
-def _replace_in_expr(node, fn):
-    """Rebuild `node` bottom-up, replacing any subterm for which fn returns non-None."""
-    hit = fn(node)
-    if hit is not None:
-        return hit
-    match node:
-        case Const() | Var() | Iters():
-            return node
-        case BinOp(op=op, left=a, right=b):
-            return BinOp(op, _replace_in_expr(a, fn), _replace_in_expr(b, fn))
-        case Compare(op=op, left=a, right=b):
-            return Compare(op, _replace_in_expr(a, fn), _replace_in_expr(b, fn))
-        case Neg(operand=a) | Not(operand=a):
-            return type(node)(_replace_in_expr(a, fn))
-        case Min(left=a, right=b) | Max(left=a, right=b) | And(left=a, right=b) | Or(left=a, right=b):
-            return type(node)(_replace_in_expr(a, fn), _replace_in_expr(b, fn))
-        case IfExpr(cond=c, then=a, else_=b):
-            return IfExpr(_replace_in_expr(c, fn), _replace_in_expr(a, fn), _replace_in_expr(b, fn))
-    raise TypeError(f"not an expression: {node!r}")
-
-
 def _names_in(node, kind) -> list[str]:
     """The loop variables (kind Var) or tracked loops (kind Iters) a threshold reads, in order."""
     keys = (n.name if isinstance(n, Var) else n.var for n in walk_expr(node) if isinstance(n, kind))
@@ -94,10 +70,10 @@ def _wait_mutants(op: Op, loops: dict) -> list[tuple[str, str, tuple[Wait, ...],
         for var in _names_in(wait.threshold, Var):
             if var in loops:
                 lo = loops[var].lo
-                t = _replace_in_expr(wait.threshold, lambda e, v=var, lo=lo: lo if e == Var(v) else None)
+                t = map_expr(wait.threshold, lambda e, v=var, lo=lo: lo if e == Var(v) else e)
                 out.append(("freeze-var", f"{text}: {var} frozen at {print_expr(lo)}", swap(attrs.evolve(wait, threshold=t))))
         for var in _names_in(wait.threshold, Iters):
-            t = _replace_in_expr(wait.threshold, lambda e, v=var: Const(0) if e == Iters(v) else None)
+            t = map_expr(wait.threshold, lambda e, v=var: Const(0) if e == Iters(v) else e)
             out.append(("drop-iters", f"{text}: iters({var}) -> 0", swap(attrs.evolve(wait, threshold=t))))
     return out
 

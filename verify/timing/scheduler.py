@@ -45,7 +45,7 @@ import attrs
 
 from semantics.errors import EvalError, SyncproofError
 from semantics.evaluate import eval_expr
-from semantics.ir import BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Op, Program, Var, walk_expr, walk_stmts
+from semantics.ir import IfExpr, Iters, Op, Program, fold_expr, walk_expr, walk_stmts
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled
 
@@ -117,19 +117,18 @@ def load_profile(name_or_path: str) -> Profile:
                    **{k: v for k, v in costs.items() if k != "name"})
 
 
+def _arithmetic_ops(node, inner: tuple) -> int:
+    if not inner:  # a literal or a name
+        return 0
+    if isinstance(node, IfExpr):  # the condition, then the branch taken (the costlier)
+        cond, then, else_ = inner
+        return 1 + cond + max(then, else_)
+    return 1 + sum(inner)
+
+
 def arithmetic_ops(node) -> int:
     """Arithmetic operations a threshold expression costs to evaluate."""
-    match node:
-        case Const() | Var() | Iters():
-            return 0
-        case BinOp(left=a, right=b) | Min(left=a, right=b) | Max(left=a, right=b) | Compare(left=a, right=b):
-            return 1 + arithmetic_ops(a) + arithmetic_ops(b)
-        case Neg(operand=a):
-            return 1 + arithmetic_ops(a)
-        case IfExpr(cond=c, then=a, else_=b):
-            return 1 + arithmetic_ops(c) + max(arithmetic_ops(a), arithmetic_ops(b))
-        case _:  # And / Or / Not
-            return 1 + sum(arithmetic_ops(getattr(node, f)) for f in ("left", "right", "operand") if hasattr(node, f))
+    return fold_expr(node, _arithmetic_ops)
 
 
 def instance_latency(unrolled: Unrolled, inst) -> int:
