@@ -13,8 +13,10 @@ from tests.support.corpus import HI
 
 
 def valuations(program: Program, hi: int = HI):
+    """Every valuation with each parameter from its lower bound up to max(hi, lower)."""
     names = [p.name for p in program.params]
-    for combo in itertools.product(range(hi + 1), repeat=len(names)):
+    ranges = [range(p.lower, max(hi, p.lower) + 1) for p in program.params]
+    for combo in itertools.product(*ranges):
         yield dict(zip(names, combo))
 
 
