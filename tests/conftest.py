@@ -10,6 +10,8 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+from tests.support.project import load_all
+
 settings.register_profile(
     "ci",
     derandomize=True,
@@ -27,23 +29,12 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-
-
-def _without_local_constants() -> None:
-    # Hypothesis draws some values from constants it finds in the local modules loaded so
-    # far (hypothesis.internal.conjecture.providers), within a parse-time limit: so a
-    # derandomized test's examples depended on which tests ran before it in the process
-    # and on the machine's load. One teeth test shrank for over an hour in the suite and
-    # took 2 s alone. Without that pool the examples are the same in any order, in any
-    # worker, on any load. Internal to Hypothesis: if it moves, this does nothing (the
-    # suite still runs, only less reproducibly), and tests/test_reproducible.py says so.
-    try:
-        from hypothesis.internal.conjecture import providers
-    except ImportError:
-        return
-    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
-        empty = providers.Constants()
-        providers._get_local_constants = lambda *args, **kwargs: empty
-
-
-_without_local_constants()
+# Hypothesis draws some values from a pool of constants it collects from the local
+# modules loaded so far (not libraries, not tests; see Hypothesis's changelog). If the
+# pool grew as tests imported more of the project, a derandomized test's examples
+# depended on which tests ran before it in the process (one teeth test shrank for over
+# an hour in the suite and took 2 s alone). Every module of the project is imported
+# here, before any test, so the pool is complete and the same for every test: alone, in
+# any worker, in any order. Nothing of Hypothesis is touched; tests/test_reproducible.py
+# fails if a test could still see another pool.
+load_all()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from typing import Callable
 
 import attrs
@@ -103,6 +104,9 @@ class CheckOptions:
     max_states: int = 2_000_000  # per parameter valuation
     timeout: float | None = None  # seconds for the whole check
     progress: Callable[[str], None] | None = None  # called with a progress line now and then
+    # What `timeout` is measured on (tests pass a fake one, tests/support/clock.py). It must
+    # pickle when the valuations fan out to other processes (a module-level function or object).
+    clock: Callable[[], float] = time.monotonic
 
 
 @attrs.frozen

@@ -23,6 +23,7 @@ from semantics.errors import KernelError
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
 from tests.support.corpus import KERNELS_DIR
+from tests.support.observe import observing
 
 irredundant_mod = importlib.import_module("algorithm.threshold.irredundant")
 
@@ -51,25 +52,26 @@ class _KeyedByName(irredundant_mod.ChainSteps):
 
 
 def _queries_and_output(path, steps_class, monkeypatch):
-    """Every Z3 check the threshold strategy makes (assertion count, resource units) in
-    order, and the printed output, with `steps_class` as the chain-step memo."""
+    """Every Z3 check the threshold strategy makes (assertion count, resource units,
+    answer) in order, and the printed output, with `steps_class` as the chain-step memo.
+    z3's Solver.check is watched (tests/support/observe.py), not patched."""
     monkeypatch.setattr(irredundant_mod, "ChainSteps", steps_class)
-    original = z3.Solver.check
-    asked = []
+    asked, before = [], []
 
     def units(solver) -> int:
         stats = solver.statistics()
         return stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else 0  # noqa: SIM118
 
-    def check(solver, *assumptions):
-        before = units(solver)
-        result = original(solver, *assumptions)
-        asked.append((len(solver.assertions()), units(solver) - before, str(result)))
-        return result
+    def check(event, local, result):
+        solver = local["self"]
+        if event == "call":
+            before.append(units(solver))
+        else:
+            asked.append((len(solver.assertions()), units(solver) - before.pop(), str(result)))
 
-    monkeypatch.setattr(z3.Solver, "check", check)
     program = parse_file(str(KERNELS_DIR / path))
-    output = print_program(get_strategy("threshold")(program).program)
+    with observing({z3.Solver.check: check}):
+        output = print_program(get_strategy("threshold")(program).program)
     monkeypatch.undo()
     return asked, output
 
@@ -139,7 +141,7 @@ def test_strategies_run_with_fewer_collections_and_restore_the_callers_threshold
     saved = gc.get_threshold()
     try:
         gc.set_threshold(1234, 7, 8)
-        get_strategy("threshold")(parse_file(str(KERNELS_DIR / "pipeline_db.sync")))
+        get_strategy("threshold")(parse_file(str(KERNELS_DIR / "if_else_split.sync")))
         assert gc.get_threshold() == (1234, 7, 8)
     finally:
         gc.set_threshold(*saved)

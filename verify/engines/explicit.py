@@ -16,7 +16,6 @@ Breadth-first order makes every reported trace a shortest one.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 
 from semantics.ir import Program
@@ -44,7 +43,7 @@ def explore(unrolled: Unrolled, options: CheckOptions = CheckOptions(), deadline
         if explored % 20000 == 0:
             if on_progress:
                 on_progress(explored)
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and options.clock() > deadline:
                 return ValuationResult(Verdict.UNKNOWN, explored, witness_of(first, unrolled, ref, ctr, parent),
                                        frozenset(first), reason="time limit reached")
         r, c = state

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 
 import attrs
 
@@ -72,7 +71,7 @@ def run_valuation(program: Program, decide, options: CheckOptions, time_left: fl
     `compiled`: a `semantics.compiled.compiler()` shared by the valuations of `program`
     (serial runs only): compiling the kernel's expressions again for each of
     matmul_fully_optimized's 4,096 valuations was a third of its bounded check."""
-    deadline = time.monotonic() + time_left if time_left is not None else None
+    deadline = options.clock() + time_left if time_left is not None else None
     try:
         unrolled = unroll(program, values, limit=options.max_states, compiled=compiled)
     except UnrollLimit as limit:
@@ -92,7 +91,7 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
     on_progress)`.
     The result is the same for every `fan_out`."""
     fan_out = fan_out or SERIAL
-    start = time.monotonic()
+    start = options.clock()
     deadline = start + options.timeout if options.timeout else None
     all_valuations = valuations(bounds)
     unit = "states" if engine == "explicit" else "events"
@@ -103,7 +102,7 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
     quiet = attrs.evolve(options, progress=None)
 
     def left() -> float | None:
-        return None if deadline is None else max(0.0, deadline - time.monotonic())
+        return None if deadline is None else max(0.0, deadline - options.clock())
 
     def serial():  # lazily, so a stop after one valuation runs no more; each gets the time left
         compiled = compiler()
@@ -129,7 +128,7 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
             for found in result.findings:
                 if SEVERITY[found] > SEVERITY[worst]:
                     worst, witness = found, result.witness
-            now = time.monotonic()
+            now = options.clock()
             if options.progress:  # the caller throttles (verify/progress.py)
                 options.progress(f"valuation {number + 1}/{all_valuations.size} ({_shown(values)}), "
                                  f"{total_states} {unit}")

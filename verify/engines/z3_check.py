@@ -34,6 +34,7 @@ model is an InternalError (a bug in syncproof).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 import attrs
@@ -68,6 +69,7 @@ class Z3Options:
     dump_smt: str | None = None  # directory for the .smt2 of a query that ends unknown
     max_instances: int = 2_000  # per valuation; beyond it the answer is unknown
     progress: Callable[[str], None] | None = None  # called with one line per depth
+    clock: Callable[[], float] = time.monotonic  # what `timeout` is measured on (tests pass a fake one)
 
 
 @attrs.frozen
@@ -229,7 +231,7 @@ def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z
         where = f" (line {clause.loc.line})" if clause.loc else ""
         raise UsageError(f"the z3 engine does not support the peer clause '{clause.kind}'{where}: "
                          f"check this program with --engine explicit")
-    deadline = Deadline.after(options.timeout or None)
+    deadline = Deadline.after(options.timeout or None, options.clock)
     every = valuations(bounds)
 
     def result(verdict, witness, queries, complete, reason=None, covered=0):

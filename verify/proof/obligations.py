@@ -8,7 +8,6 @@ the budgets (a deterministic resource limit per query, wall-clock limits behind 
 from __future__ import annotations
 
 import os
-import time
 
 import attrs
 import z3
@@ -87,7 +86,7 @@ class Prover(Chains, Cases):
         `dump_prefix`: how the files of `options.dump_smt` begin (a worker's own)."""
         self.program = program
         self.options = options
-        self.deadline = Deadline.after(options.timeout) if deadline is None else deadline
+        self.deadline = Deadline.after(options.timeout, options.clock) if deadline is None else deadline
         # The proof's own Z3 context: its answers must not depend on what else the
         # process asked Z3 before (z3's shared default context made them history-dependent).
         self.ctx = z3.Context()
@@ -356,11 +355,11 @@ class Prover(Chains, Cases):
 
     def _answer(self, obligation: Obligation, ask, how: str) -> Obligation:
         """The obligation with the answer of `ask()` ((status, model or reason)), timed."""
-        began = time.monotonic()
+        began = self.options.clock()
         if self.out_of_time():
             return attrs.evolve(obligation, status=UNKNOWN, reason=self.out_of_budget())
         status, extra = ask()
-        done = attrs.evolve(obligation, status=status, seconds=time.monotonic() - began,
+        done = attrs.evolve(obligation, status=status, seconds=self.options.clock() - began,
                             model=extra if status == FAILED else None,
                             reason=extra if status == UNKNOWN else None)
         if self.options.progress:

@@ -4,6 +4,7 @@ wording of an ended budget."""
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import attrs
@@ -45,6 +46,13 @@ class ProofOptions:
     # counts the whole process: a forked worker (start_method "fork") counts the caller's
     # Z3 memory too.
     worker_memory_mb: int | None = 2048
+    # Seconds the 32-bit statement may still take after a proved proof, at least
+    # (prove.py `statement_grace`: a sixth of `timeout` when that is more).
+    statement_grace: float = 10.0
+    # What `timeout` and the reported seconds are measured on: the wall clock; tests pass
+    # a fake one (tests/support/clock.py), so that no answer of theirs depends on load.
+    # It must pickle when workers run the proof (a module-level function or object).
+    clock: Callable[[], float] = time.monotonic
 
 
 

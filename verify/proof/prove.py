@@ -39,7 +39,6 @@ as does any query Z3 answers unknown or that runs out of time. Unknown is never 
 
 from __future__ import annotations
 
-import time
 from functools import partial
 
 import attrs
@@ -103,8 +102,8 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     of its terms, every query, and the explicit checks that decide a failed query
     (each polls the deadline, so the budget is not overrun by what comes after a query)."""
     lower = domain_lower(program, options)
-    began = time.monotonic()
-    deadline = Deadline.after(options.timeout)
+    began = options.clock()
+    deadline = Deadline.after(options.timeout, options.clock)
     with collector_paused():
         # The 32-bit statement needs no answer of the proof: on workers it starts now.
         statement = None if _why_not(program) else start_in_worker(program, options, deadline,
@@ -114,7 +113,7 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
                 proof = _prove(program, options, deadline)
             except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
                 proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
-                              seconds=time.monotonic() - began)
+                              seconds=options.clock() - began)
             if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
                 proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline, statement))
         finally:
@@ -133,13 +132,13 @@ def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadl
             # Once the proof is proved, the statement gets a grace period, not the rest of
             # the budget: otherwise `verify` can wait out the whole budget after a proved proof
             # for a statement that only ends "at least".
-            grace = statement_grace(options.timeout)
+            grace = statement_grace(options.timeout, options.statement_grace)
             left = grace if deadline.at is None else min(grace, max(0.0, deadline.left()))
             found = statement.result(within=None if left == float("inf") else left)
             if found is None:
                 return RangeLimit("unknown", reason=f"no answer within {left:.0f} s after the proof; a larger "
                                   f"--proof-timeout gives it more (a sixth of the budget, at least "
-                                  f"{STATEMENT_GRACE:.0f} s)")
+                                  f"{options.statement_grace:.0f} s)")
             return found
         if deadline.passed():
             return out_of_time
@@ -155,13 +154,15 @@ def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadl
         return RangeLimit("unknown", reason=f"no closed-form counts: {err}")
 
 
-STATEMENT_GRACE = 10.0  # seconds the 32-bit statement may take after the proof, at least
+# Seconds the 32-bit statement may take after the proof, at least (the options' default).
+STATEMENT_GRACE = ProofOptions().statement_grace
 
 
-def statement_grace(timeout: float | None) -> float:
+def statement_grace(timeout: float | None, least: float = STATEMENT_GRACE) -> float:
     """How long after a proved proof its 32-bit statement may still take: a sixth of the
-    proof's budget, at least STATEMENT_GRACE seconds (no limit without a budget)."""
-    return float("inf") if timeout is None else max(STATEMENT_GRACE, timeout / 6)
+    proof's budget, at least `least` seconds (ProofOptions.statement_grace; no limit
+    without a budget)."""
+    return float("inf") if timeout is None else max(least, timeout / 6)
 
 
 def assumptions(program: Program) -> tuple[str, ...]:
@@ -173,20 +174,20 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
     from verify.engines.explicit import check
     from verify.verdicts import CheckOptions
 
-    began = time.monotonic()
+    began = options.clock()
     why = _why_not(program)
     if why:
-        return Proof(UNKNOWN, options.property, reason=why, seconds=time.monotonic() - began)
+        return Proof(UNKNOWN, options.property, reason=why, seconds=options.clock() - began)
     try:
         obligations = run_all(program, options, deadline, tasks(program, options.property))
     except Unsupported as err:
         return Proof(UNKNOWN, options.property, reason=f"no closed-form counts: {err}",
-                     seconds=time.monotonic() - began)
+                     seconds=options.clock() - began)
     except WorkerLost as err:
-        return Proof(UNKNOWN, options.property, reason=str(err), seconds=time.monotonic() - began)
+        return Proof(UNKNOWN, options.property, reason=str(err), seconds=options.clock() - began)
 
     if all(o.status == PROVED for o in obligations):
-        return Proof(PROVED, options.property, tuple(obligations), seconds=time.monotonic() - began)
+        return Proof(PROVED, options.property, tuple(obligations), seconds=options.clock() - began)
 
     # A satisfiable query names a valuation; the explicit engine decides it there.
     checked: dict[tuple, object] = {}
@@ -198,8 +199,8 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
             left = 30.0 if deadline.at is None else min(30.0, deadline.left())
             if left <= 0:
                 return None  # the budget ran out
-            checked[key] = check(program, bounds, CheckOptions(property=options.property,
-                                                               max_states=options.max_states, timeout=left))
+            checked[key] = check(program, bounds, CheckOptions(property=options.property, max_states=options.max_states,
+                                                               timeout=left, clock=options.clock))
         return checked[key]
 
     final = []
@@ -218,7 +219,7 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
                 if result.holds is False:
                     return Proof(ProofStatus.REFUTED, options.property, tuple(obligations), counterexample=result,
                                  reason=f"{o.describe()} fails at {_text(dict(valuation))}",
-                                 seconds=time.monotonic() - began)
+                                 seconds=options.clock() - began)
             result = decide(o.model)
             if result is None:
                 o = attrs.evolve(o, status=UNKNOWN, reason=f"{budget_ran_out(options.timeout)} "
@@ -230,7 +231,7 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
                     "so this is a gap of the proof, not a counterexample"))
         final.append(o)
     first = next(o for o in final if o.status != PROVED)
-    return Proof(UNKNOWN, options.property, tuple(final), seconds=time.monotonic() - began,
+    return Proof(UNKNOWN, options.property, tuple(final), seconds=options.clock() - began,
                  reason=f"not proved: {first.describe()}: {first.reason}")
 
 

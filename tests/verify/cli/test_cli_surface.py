@@ -5,10 +5,10 @@ a few smaller regressions."""
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
-import z3
 
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
@@ -61,6 +61,8 @@ def test_search_without_unused_params_keeps_used_ones():
 
 
 def test_verify_timeout_flag_gives_unknown_exit_3(capsys):
+    """The flag's plumbing: 50 ms is far below what N=12 needs on any machine. The time
+    limit itself is tested on a fake clock (tests/verify/engines/test_valuations.py)."""
     assert main(["verify", "--engine", "explicit", "--scope", "bounded", "--timeout", "0.05", "--param", "N=12", WIDE]) == 3
     assert "verdict: unknown (time limit reached" in capsys.readouterr().out
 
@@ -79,10 +81,12 @@ def test_verify_max_states_flag_gives_unknown_exit_3(capsys):
 
 
 def test_verify_dump_smt_writes_a_query_that_ends_unknown(tmp_path, monkeypatch, capsys):
-    """Z3 answering unknown is forced (a real one depends on load); the flag's plumbing
-    and the file are what is tested."""
-    monkeypatch.setattr(z3.Solver, "check", lambda self, *a: z3.unknown)
-    monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: "forced by the test")
+    """Z3 answers unknown on a deterministic budget: the z3 engine's options get a
+    resource limit of one unit per query (our Z3Options, where the command builds them;
+    a real timeout depends on load). The flag's plumbing and the file are what is tested."""
+    from verify.engines import z3_check
+
+    monkeypatch.setattr(z3_check, "Z3Options", partial(z3_check.Z3Options, query_rlimit=1))
     out = tmp_path / "smt"
     assert main(["verify", "--engine", "z3", "--scope", "bounded", "--dump-smt", str(out), TINY]) == 3
     text = capsys.readouterr().out
@@ -92,10 +96,12 @@ def test_verify_dump_smt_writes_a_query_that_ends_unknown(tmp_path, monkeypatch,
 
 
 def test_verify_proof_timeout_flag_is_honoured(capsys):
+    """The flag's plumbing: a budget of 10 ms ends this proof (which needs far more on
+    any machine) and the reason names it. How the budget ends the proof is tested on a
+    fake clock (tests/verify/proof/test_prove.py)."""
     assert main(["verify", "--json", "--proof-timeout", "0.01", "--max-param", "2", WIDE]) == 0
     proof = json.loads(capsys.readouterr().out)["all_values"]
     assert proof["status"] == "unknown" and "time budget of 0.01 s ran out" in proof["reason"]
-    assert proof["seconds"] < 0.5
 
 
 def test_proof_timeout_reason_names_the_budget_whichever_check_sees_it_first(capsys, monkeypatch):

@@ -4,9 +4,17 @@ million, and sorting them all first would take seconds that no time limit stops.
 
 import itertools
 
+import pytest
 from hypothesis import given, strategies as st
 
+from algorithm.registry import get_strategy
+from semantics.parser import parse_file
+from verify.engines import explicit, happens_before
 from verify.engines.valuations import valuations
+from verify.verdicts import CheckOptions, Verdict
+
+from tests.support.clock import FakeClock
+from tests.support.corpus import KERNELS_DIR
 
 
 def _brute_force(bounds):
@@ -40,3 +48,18 @@ def test_valuations_count_beyond_a_machine_word():
     made = valuations(tuple((f"P{n}", 0, 10 ** 9) for n in range(4)))
     assert made.size == (10 ** 9 + 1) ** 4
     assert next(iter(made)) == {f"P{n}": 0 for n in range(4)}
+
+
+@pytest.mark.parametrize("engine", [explicit, happens_before], ids=["explicit", "happens-before"])
+def test_a_check_stops_once_its_clock_passes_the_time_limit(engine):
+    """The time limit of the per-valuation engines, on a fake clock (CheckOptions.clock)
+    that advances 10 ms per reading: a 50 ms limit ends the check after a few of the 41
+    valuations, unknown with the reason, never success; a clock that stands still never
+    ends it."""
+    program = get_strategy("threshold")(parse_file(str(KERNELS_DIR / "pipeline_db.sync"))).program
+    bounds = (("N", 0, 40),)
+    result = engine.check(program, bounds, CheckOptions(timeout=0.05, clock=FakeClock(step=0.01)))
+    assert result.verdict == Verdict.UNKNOWN and result.holds is None
+    assert result.reason == "time limit reached" and 0 < result.valuations < 41
+    result = engine.check(program, bounds, CheckOptions(timeout=0.05, clock=FakeClock()))
+    assert result.verdict == Verdict.BISIMILAR and result.valuations == 41
