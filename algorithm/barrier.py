@@ -125,21 +125,22 @@ class BarrierPlan(Plan):
 MAX_LOCAL_ROUNDS = 64
 
 
-def plan_barrier(program: Program, exact: Plan | None = None) -> BarrierPlan:
+def plan_barrier(program: Program, exact: Plan | None = None, options=None) -> BarrierPlan:
     """The barrier plan; `exact` is the threshold plan if the caller has it. Ops whose
-    waits cannot be counted get local barriers, until every wait is counted."""
-    exact = exact or plan_thresholds(program)
+    waits cannot be counted get local barriers, until every wait is counted. `options`:
+    the planner's (algorithm/threshold/options.py)."""
+    exact = exact or plan_thresholds(program, options=options)
     local = frozenset(e.op for e in exact.entries if e.threshold is None)
     for _ in range(MAX_LOCAL_ROUNDS):
-        plan, failed = _plan_regions(program, exact, local)
+        plan, failed = _plan_regions(program, exact, local, options)
         if not failed:
             return plan
         local |= failed
     raise AssertionError("local barriers did not converge")  # each round adds an op: bounded by the op count
 
 
-def _plan_regions(program: Program, exact: Plan, local: frozenset) -> tuple[BarrierPlan, frozenset]:
-    ctx = Context(program, session=exact.session)
+def _plan_regions(program: Program, exact: Plan, local: frozenset, options=None) -> tuple[BarrierPlan, frozenset]:
+    ctx = Context(program, session=exact.session, options=options)
     all_sites = ctx.sites
     plan = BarrierPlan(dependence_pairs=exact.dependence_pairs, local=local, session=exact.session)
     failed = set()

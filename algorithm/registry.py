@@ -106,64 +106,25 @@ def _on_queues(strategy, program: Program) -> SyncResult:
 
 
 @fewer_collections()
-def sync_threshold(program: Program, conflicts=None) -> SyncResult:
-    """The `threshold` strategy. `conflicts` replaces the dependence relation's access-pair
-    test (default: semantics.symbolic.conflicting_pairs); only tests pass one, to build
-    deliberately broken strategies that the checkers must catch."""
-    from algorithm.threshold import PlanEntry, apply_plan, irredundant, plan_thresholds
-    from algorithm.threshold.closed import sync_closed
-    from algorithm.threshold.compose import plan_by_statement
-    from semantics.symbolic import conflicting_pairs
+def sync_threshold(program: Program, conflicts=None, options=None) -> SyncResult:
+    """The `threshold` strategy: the stages of algorithm/threshold/pipeline.py under one
+    options object (algorithm/threshold/options.py). `conflicts` replaces the dependence
+    relation's access-pair test; only tests pass one, to build deliberately broken
+    strategies that the checkers must catch."""
+    from algorithm.threshold.options import PlannerOptions
+    from algorithm.threshold.pipeline import plan
 
-    conflicts = conflicts or conflicting_pairs
+    options = options or PlannerOptions()
+    if conflicts is not None:
+        options = attrs.evolve(options, conflicts=conflicts)
     program = _without_peer_clauses(program)
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
-        return _on_queues(lambda view: sync_threshold(view, conflicts), program)
-    closed = sync_closed(program, conflicts)
-    if closed is not None:  # a flat program: planned by arithmetic (closed.py)
-        entries, pairs, dropped = closed
-        synced = apply_plan(program, entries)
-        return SyncResult(synced, SyncStats(
-            strategy="threshold", dependence_pairs=pairs, **_counts(synced),
-            dropped_redundant=dropped, conservative=0, fallback=None, local_barriers=0, notes=(),
-        ))
-    composed = plan_by_statement(program, conflicts)
-    if composed is not None:  # repeated statement shapes: each planned once (compose.py)
-        synced = apply_plan(program, [PlanEntry(op, engine, threshold, True) for op, engine, threshold in composed.entries])
-        return SyncResult(synced, SyncStats(
-            strategy="threshold", dependence_pairs=composed.dependence_pairs, **_counts(synced),
-            dropped_redundant=composed.dropped, conservative=0, fallback=None, local_barriers=0,
-            notes=(), slices=composed.slices, slice_shapes=composed.shapes,
-        ))
-    plan = plan_thresholds(program, conflicts)
-    uncounted = [e for e in plan.entries if e.threshold is None]
-    if uncounted:
-        return _threshold_fallback(program, plan, uncounted)
-    kept, dropped = irredundant(program, plan, conflicts)
-    synced = apply_plan(program, kept)
-    return SyncResult(synced, SyncStats(
-        strategy="threshold", dependence_pairs=plan.dependence_pairs, **_counts(synced),
-        dropped_redundant=dropped, conservative=sum(1 for e in kept if not e.exact),
-        fallback=None, local_barriers=0,
-        notes=[f"{e.op} waits on {e.engine} conservatively: {e.note}" for e in kept if not e.exact],
-    ))
+        return _on_queues(lambda view: sync_threshold(view, options=options), program)
 
+    def stats(synced, **fields) -> SyncResult:
+        return SyncResult(synced, SyncStats(strategy="threshold", **_counts(synced), **fields))
 
-def _threshold_fallback(program: Program, plan, uncounted) -> SyncResult:
-    """Some wait is neither exact nor countable conservatively: the program takes the
-    barrier layout, with a local barrier before each op whose wait cannot be counted
-    (algorithm/barrier.py). Sound, not minimal; reported, never refused."""
-    from algorithm.barrier import apply_barrier_plan, plan_barrier
-
-    barrier_plan = plan_barrier(program, plan)
-    synced = apply_barrier_plan(program, barrier_plan)
-    notes = [f"{e.op} waits on {e.engine}: {e.note}" for e in uncounted]
-    notes.append(f"fell back to the barrier layout with local barriers before {', '.join(sorted(barrier_plan.local))}")
-    return SyncResult(synced, SyncStats(
-        strategy="threshold", dependence_pairs=plan.dependence_pairs, **_counts(synced),
-        dropped_redundant=0, conservative=sum(1 for e in barrier_plan.entries if not e.exact),
-        fallback="barrier", local_barriers=len(barrier_plan.local), notes=notes,
-    ))
+    return plan(program, options, stats)
 
 
 @fewer_collections()

@@ -65,7 +65,7 @@ class Composed:
     shapes: int  # distinct slice shapes planned
 
 
-def plan_by_statement(program: Program, conflicts) -> Composed | None:
+def plan_by_statement(program: Program, conflicts, options=None) -> Composed | None:
     """The composed plan, or None when the whole program should be planned instead
     (no slice shape repeats, or a slice falls back; module docstring)."""
     if len(program.body) < 2 or program.queues:
@@ -97,7 +97,7 @@ def plan_by_statement(program: Program, conflicts) -> Composed | None:
     entries, dropped, planned = [], 0, {}
     for piece, key in slices:
         if key not in planned:
-            result = plan_slice(shapes.program(piece), conflicts)
+            result = plan_slice(shapes.program(piece), conflicts, options)
             if result is None:
                 return None
             planned[key] = result
@@ -116,18 +116,18 @@ def plan_by_statement(program: Program, conflicts) -> Composed | None:
     return Composed(entries, sum(pairs.values()), dropped, len(slices), len(planned))
 
 
-def plan_slice(sliced: Program, conflicts):
+def plan_slice(sliced: Program, conflicts, options=None):
     """The kept waits of the slice's last statement, (op, engine, threshold) in plan
     order, and how many of its waits were dropped as redundant; None if a wait of the
     slice is conservative or uncountable (the whole program is planned instead)."""
     from algorithm.threshold.irredundant import irredundant
     from algorithm.threshold.plan import plan_thresholds
 
-    plan = plan_thresholds(sliced, conflicts)
+    plan = plan_thresholds(sliced, conflicts, options)
     if any(e.threshold is None or not e.exact for e in plan.entries):
         return None
     own = frozenset(op.name for op in _ops_of(sliced.body[-1]))
-    kept, _ = irredundant(sliced, plan, conflicts, only=own)
+    kept, _ = irredundant(sliced, plan, conflicts, only=own, options=options)
     mine = [(e.op, e.engine, e.threshold) for e in kept if e.op in own]
     return mine, sum(1 for e in plan.entries if e.op in own) - len(mine)
 

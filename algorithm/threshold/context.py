@@ -22,8 +22,12 @@ def body_at(program: Program, trail, depth: int):
 class Context:
     """Per-program lookups shared by every (op, engine) pair."""
 
-    def __init__(self, program: Program, conflicts=conflicting_pairs, session: Session | None = None):
+    def __init__(self, program: Program, conflicts=conflicting_pairs, session: Session | None = None,
+                 options=None):
+        from algorithm.threshold.options import PlannerOptions
+
         self.program = program
+        self.options = options or PlannerOptions(conflicts=conflicts)
         self.session = session or Session()  # all solver state of this pass
         self.conflicts = conflicts  # the access-pair relation enforced (a hook for broken test strategies)
         self.sites = sites(program)

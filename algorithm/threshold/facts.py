@@ -52,11 +52,6 @@ def assert_all(solver, terms) -> None:
             solver.add(term)
 
 
-# Terms made between fresh Z3 contexts: a solver push costs more as the context's term
-# table grows and never shrinks (z3 5.4.1: 101 us per push in a fresh context, 1,198 us
-# after 400,000 terms), which made long kernels plan in quadratic time.
-RENEW_AFTER_OPS = 500
-
 
 class Session:
     """All solver state of one planning pass: its own Z3 context (never z3's default

@@ -3,7 +3,7 @@
 Rule. Wait `F >= T` of op y is dropped when Z3 proves, for every parameter value and
 every instance of y, that when y may issue some instance z has completed whose own
 requirement already forces C[F] >= T:
-- z is reached from y by a chain of at most `MAX_HOPS` steps, each step either
+- z is reached from y by a chain of at most `max_hops` steps (options.py), each step either
   "a producer instance that one of y's kept waits covers" (first step only), "a
   producer instance that z's exact requirement covers", or "an earlier instance on
   the same engine" (in-order execution: it completed before the next one issued);
@@ -33,8 +33,6 @@ from semantics.simplify import simplify
 from algorithm.threshold.plan import Plan, PlanEntry, Context, candidates_of, keep_z3_small, prove_candidates
 from algorithm.threshold.points import sample_cover
 
-MAX_HOPS = 3
-MAX_CHAIN_NODES = 150
 # The sampled cover's query is a shortcut: a tenth of the full query's budget (an
 # unknown falls through to the full query).
 SMALL_RLIMIT = 2_000_000
@@ -89,12 +87,12 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
 
 
 def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
-                only: frozenset | None = None) -> tuple[list[PlanEntry], int]:
+                only: frozenset | None = None, options=None) -> tuple[list[PlanEntry], int]:
     """The plan's entries without redundant waits, and how many were dropped
     (`conflicts` as for `plan_thresholds`). With `only`, just the waits of those ops
     are tried (the others are kept; a proof never relies on a wait being dropped, so
     the waits tried get the same answers: compose.py plans one statement of a slice)."""
-    ctx = Context(program, conflicts, plan.session)
+    ctx = Context(program, conflicts, plan.session, options)
     all_sites = ctx.sites
     entries = {(e.op, e.engine): e for e in plan.entries}
     by_op: dict[str, list[PlanEntry]] = {}
@@ -286,18 +284,19 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
     frontier = [(s.site, s.condition, s.values) for s in chains.sources(y.op.name, kept_engines)
                 if useful(s.site.op.name, entry.engine)]
     nodes = 0
-    for hop in range(MAX_HOPS):
+    max_hops, max_nodes = ctx.options.max_hops, ctx.options.max_chain_nodes
+    for hop in range(max_hops):
         following = []
         for z_site, condition, values in frontier:
             nodes += 1
-            if nodes > MAX_CHAIN_NODES:
+            if nodes > max_nodes:
                 break
             guaranteed = requirement(z_site, entry.engine, values)
             if guaranteed is not None:
                 parts.append((condition, guaranteed))
-            if hop + 1 < MAX_HOPS:
+            if hop + 1 < max_hops:
                 for step in chains.following(z_site.op.name, condition, values):
-                    if len(following) >= MAX_CHAIN_NODES - nodes:
+                    if len(following) >= max_nodes - nodes:
                         break  # the next hop never reaches these
                     if useful(step[0].op.name, entry.engine):
                         following.append(step)

@@ -47,7 +47,6 @@ from algorithm.threshold.candidates import Candidate, candidates_of, conjoin, pr
 from algorithm.threshold.context import (  # noqa: F401
     Context, body_at, iters_facts, site_facts,
 )
-from algorithm.threshold.facts import RENEW_AFTER_OPS
 from algorithm.threshold.cases import piecewise_cases
 from algorithm.threshold.counting import Unsupported
 from algorithm.threshold.thresholds import (  # noqa: F401
@@ -81,22 +80,22 @@ class Plan:
 
 def keep_z3_small(n: int, ctx: "Context") -> None:
     """Before the n-th op of a pass over a program: a fresh Z3 context in the pass's
-    session every RENEW_AFTER_OPS ops (facts.py), and the context's own Z3 facts
+    session every `renew_after_ops` ops (the planner's options), and the context's own Z3 facts
     rebuilt in it, so that long kernels plan in linear time (docs/planner.md)."""
-    if n and n % RENEW_AFTER_OPS == 0:
+    if n and n % ctx.options.renew_after_ops == 0:
         ctx.session.renew()
         ctx.prefix.refresh_facts()
         ctx.before.clear()
 
 
-def plan_thresholds(program: Program, conflicts=conflicting_pairs) -> Plan:
+def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None) -> Plan:
     """The threshold of every (op, producer engine) pair with a possible dependence.
     `conflicts(x_op, y_op)` gives the conflicting access pairs (semantics.symbolic's
     `conflicting_pairs`; tests pass a weaker one to build deliberately broken strategies).
     The plan has its own solver session (a Z3 context of its own), so that it does not
     depend on what ran before in the process (Z3's effort on a query depends on the
     ids of earlier terms)."""
-    ctx = Context(program, conflicts)
+    ctx = Context(program, conflicts, options=options)
     plan = Plan(session=ctx.session)
     for n, y in enumerate(ctx.sites.values()):
         keep_z3_small(n, ctx)

@@ -175,16 +175,24 @@ def test_flat_index_plan_stays_exact_after_other_plans_in_the_process():
 
 
 @pytest.mark.parametrize("name", ["six_engine_block", "triangular_attention", "if_else_split", "zero_trip_acc"])
-def test_sync_output_is_unchanged_by_fresh_z3_contexts(monkeypatch, name):
-    # Long kernels are planned in a fresh Z3 context every RENEW_AFTER_OPS ops
-    # (Z3's per-query cost grows with its term table); a reset before every op, in
-    # planning, irredundancy and the barrier pass, must give the same kernels: no
-    # stale term, prefix fact or id-keyed memo entry survives a reset.
+def test_sync_output_is_unchanged_by_fresh_z3_contexts(name):
+    # The general planner starts a fresh Z3 context every `renew_after_ops` ops (Z3's
+    # per-query cost grows with its term table); a reset before every op, in planning,
+    # irredundancy and the barrier pass, must give the same kernels: no stale term,
+    # prefix fact or id-keyed memo entry survives a reset.
+    from algorithm.barrier import apply_barrier_plan, plan_barrier
+    from algorithm.registry import sync_threshold
+    from algorithm.threshold.options import PlannerOptions
+
     program = program_of(next(p for p in CORPUS if p.stem == name))
-    synced = lambda: [print_program(get_strategy(s)(program).program) for s in ("threshold", "barrier")]
-    expected = synced()
-    monkeypatch.setattr(threshold_mod, "RENEW_AFTER_OPS", 1)
-    assert synced() == expected
+
+    def synced(options):
+        barrier = apply_barrier_plan(program, plan_barrier(program, threshold_mod.plan_thresholds(
+            program, options=options), options))
+        return [print_program(sync_threshold(program, options=options).program), print_program(barrier)]
+
+    general = PlannerOptions(stages=("general",))
+    assert synced(attrs.evolve(general, renew_after_ops=1)) == synced(general)
 
 
 def test_corpus_and_cases_are_present():

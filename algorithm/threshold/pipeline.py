@@ -1,0 +1,96 @@
+"""The threshold strategy as a pipeline of named stages over one options object.
+
+Every stage is a function `(Program, PlannerOptions) -> SyncResult | None`: a result
+when it plans the program, None when the program is outside what it plans. The stages
+are tried in the order the options name them (options.py):
+
+- `closed`: a flat program (one loop of ops, linear-plus-periodic indices) planned by
+  arithmetic, checked by a concrete run, with no solver (closed.py, concrete.py);
+- `by statement`: a program of repeated top-level statement shapes, each shape planned
+  once and the waits that cross statements composed (compose.py);
+- `general`: every program: the rule of plan.py, with Z3 deciding the case analyses the
+  candidates need, then irredundancy (irredundant.py). Where a wait cannot be counted
+  even conservatively, the `barrier fallback` wraps it: the program takes the barrier
+  layout, with a local barrier before each such op (algorithm/barrier.py).
+
+DMA queues are planned on the program's transfer view first (algorithm/queues.py).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+from semantics.ir import Program
+from algorithm.threshold.options import PlannerOptions
+from algorithm.threshold.plan import PlanEntry, apply_plan
+
+
+def closed_stage(program: Program, options: PlannerOptions, stats):
+    from algorithm.threshold.closed import sync_closed
+
+    closed = sync_closed(program, options.conflicts)
+    if closed is None:
+        return None
+    entries, pairs, dropped = closed
+    return _result(apply_plan(program, entries), stats, dependence_pairs=pairs, dropped_redundant=dropped,
+                   conservative=0, notes=())
+
+
+def statement_stage(program: Program, options: PlannerOptions, stats):
+    from algorithm.threshold.compose import plan_by_statement
+
+    composed = plan_by_statement(program, options.conflicts, options)
+    if composed is None:
+        return None
+    synced = apply_plan(program, [PlanEntry(op, engine, t, True) for op, engine, t in composed.entries])
+    return _result(synced, stats, dependence_pairs=composed.dependence_pairs, dropped_redundant=composed.dropped,
+                   conservative=0, notes=(), slices=composed.slices, slice_shapes=composed.shapes)
+
+
+def general_stage(program: Program, options: PlannerOptions, stats):
+    from algorithm.threshold import irredundant, plan_thresholds  # (looked up on the package: tests spy on it)
+
+    plan = plan_thresholds(program, options.conflicts, options)
+    uncounted = [e for e in plan.entries if e.threshold is None]
+    if uncounted:
+        return barrier_fallback(program, plan, uncounted, options, stats)
+    kept, dropped = irredundant(program, plan, options.conflicts, options=options)
+    return _result(apply_plan(program, kept), stats, dependence_pairs=plan.dependence_pairs,
+                   dropped_redundant=dropped, conservative=sum(1 for e in kept if not e.exact),
+                   notes=[f"{e.op} waits on {e.engine} conservatively: {e.note}" for e in kept if not e.exact])
+
+
+def barrier_fallback(program: Program, plan, uncounted, options: PlannerOptions, stats):
+    """Some wait is neither exact nor countable conservatively: the barrier layout, with
+    a local barrier before each op whose wait cannot be counted. Sound, not minimal;
+    reported, never refused."""
+    from algorithm.barrier import apply_barrier_plan, plan_barrier
+
+    barrier_plan = plan_barrier(program, plan, options)
+    notes = [f"{e.op} waits on {e.engine}: {e.note}" for e in uncounted]
+    notes.append(f"fell back to the barrier layout with local barriers before {', '.join(sorted(barrier_plan.local))}")
+    return _result(apply_barrier_plan(program, barrier_plan), stats, dependence_pairs=plan.dependence_pairs,
+                   dropped_redundant=0, conservative=sum(1 for e in barrier_plan.entries if not e.exact),
+                   fallback="barrier", local_barriers=len(barrier_plan.local), notes=notes)
+
+
+STAGES: dict[str, Callable] = {"closed": closed_stage, "by statement": statement_stage, "general": general_stage}
+
+
+def plan(program: Program, options: PlannerOptions, stats) -> object:
+    """The first stage's result that plans `program`. `stats(program, **fields)` makes
+    the strategy's statistics (the registry's SyncStats)."""
+    for name in options.stages:
+        result = STAGES[name](program, options, stats)
+        if result is not None:
+            return result
+    raise AssertionError("the general stage plans every program")
+
+
+def _result(synced: Program, stats, **fields):
+    fields = {"fallback": None, "local_barriers": 0, **fields}
+    return stats(synced, **fields)
+
+
+

@@ -1,0 +1,107 @@
+"""The threshold planner's speed and memory goals, each measured in a fresh process.
+
+    python bench/planner_goals.py [--large] [--json]
+
+Rows (CPU seconds of the strategy alone, in process; peak memory of that process):
+- every kernel of kernels/ (corpus, suite, SNAX .mlir): how many plan in < 0.1 s, the
+  slowest ones, and the peak memory of one process planning them all (< 200 MiB);
+- the reproducers of ../shared/repro (when present): nested ifs, the GEMM with
+  `if k == 0`, 24 straight-line ops;
+- one loop body of 1,000 and 10,000 ops over 5 engines (bench/generate.py wide_body_kernel);
+- the chain of pipelined loop nests (bench/generate.py chain_kernel) at 1,000 ops, and with
+  --large at 100,000 ops (< 20 s, < 1 GiB).
+Which stage planned each is printed beside it (closed: by arithmetic; by statement;
+general: with Z3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REPRO = ROOT.parent / "shared" / "repro"
+
+_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+from algorithm.registry import get_strategy
+from syncproof import load
+from semantics.parser import parse
+import generate
+rows = []
+for spec in {specs!r}:
+    program = load(spec) if not spec.startswith("gen:") else parse(eval("generate." + spec[4:]))
+    cpu = time.process_time()
+    result = get_strategy("threshold")(program)
+    cpu = time.process_time() - cpu
+    stats = result.stats
+    stage = "closed" if stats.slices is None and not stats.conservative and stats.fallback is None and {closed}(program) else (
+        "by statement" if stats.slices else "general")
+    rows.append({{"what": spec, "cpu": round(cpu, 3), "waits": stats.waits, "stage": stage}})
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({{"rows": rows, "peak_mib": round(peak, 1)}}))
+"""
+
+_IS_FLAT = "(lambda p: __import__('algorithm.threshold.closed', fromlist=['x']).sync_closed(p) is not None)"
+
+
+def measure(specs: list[str]) -> dict:
+    code = _CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), specs=specs, closed=_IS_FLAT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def kernels() -> list[str]:
+    k = ROOT / "kernels"
+    return [str(p) for p in sorted(k.rglob("*.sync")) + sorted((k / "snax").glob("*.mlir"))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--large", action="store_true", help="also the 100,000-op chain")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report = {}
+    suite = measure(kernels())
+    fast = [r for r in suite["rows"] if r["cpu"] < 0.1]
+    report["kernels"] = {"count": len(suite["rows"]), "under_0.1_s": len(fast), "peak_mib": suite["peak_mib"],
+                         "by_stage": {s: sum(r["stage"] == s for r in suite["rows"]) for s in ("closed", "by statement", "general")},
+                         "slowest": sorted(suite["rows"], key=lambda r: -r["cpu"])[:8]}
+    goals = []
+    for name in ("threshold_slow_nested_ifs", "gemm_psum_if", "straight_line_24_ops"):
+        path = REPRO / f"{name}.sync"
+        if path.exists():
+            goals.append((name, [str(path)], 0.1, None))
+    goals += [("wide body, 1,000 ops", ["gen:wide_body_kernel(1000)"], 1.0, 200),
+              ("wide body, 10,000 ops", ["gen:wide_body_kernel(10000)"], 15.0, None),
+              ("chain, 1,000 ops", ["gen:chain_kernel(250)"], 0.2, None)]
+    if args.large:
+        goals.append(("chain, 100,000 ops", ["gen:chain_kernel(25000)"], 20.0, 1024))
+    report["goals"] = []
+    for name, specs, seconds, mib in goals:
+        m = measure(specs)
+        row = m["rows"][0]
+        report["goals"].append({"what": name, "cpu": row["cpu"], "goal_s": seconds, "peak_mib": m["peak_mib"],
+                                "goal_mib": mib, "stage": row["stage"], "waits": row["waits"]})
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    k = report["kernels"]
+    print(f"kernels/: {k['under_0.1_s']} of {k['count']} plan in < 0.1 s CPU; one process planning all: "
+          f"peak {k['peak_mib']:.0f} MiB; stages {k['by_stage']}")
+    for r in k["slowest"]:
+        print(f"  {Path(r['what']).relative_to(ROOT)}: {r['cpu']:.3f} s ({r['stage']})")
+    print("| goal | CPU s | goal s | peak MiB | goal MiB | stage |")
+    print("|---|---|---|---|---|---|")
+    for g in report["goals"]:
+        print(f"| {g['what']} | {g['cpu']:.2f} | < {g['goal_s']} | {g['peak_mib']:.0f} | "
+              f"{'< ' + str(g['goal_mib']) if g['goal_mib'] else '-'} | {g['stage']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
