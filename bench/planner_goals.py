@@ -3,8 +3,8 @@
     python bench/planner_goals.py [--large] [--json]
 
 Rows (CPU seconds of the strategy alone, in process; peak memory of that process):
-- every kernel of kernels/ (corpus, suite, SNAX .mlir): how many plan in < 0.1 s, the
-  slowest ones, and the peak memory of one process planning them all (< 200 MiB);
+- every kernel of kernels/ (corpus, suite, SNAX .mlir), each in its own process: how many
+  plan in < 0.1 s, the slowest ones, and the largest peak memory (< 200 MiB);
 - the reproducers of ../shared/repro (when present): nested ifs, the GEMM with
   `if k == 0`, 24 straight-line ops;
 - one loop body of 1,000 and 10,000 ops over 5 engines (bench/generate.py wide_body_kernel);
@@ -66,9 +66,12 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     report = {}
-    suite = measure(kernels())
+    runs = [measure([k]) for k in kernels()]  # each in its own process: its own peak memory
+    suite = {"rows": [r["rows"][0] | {"peak_mib": r["peak_mib"]} for r in runs],
+             "peak_mib": max(r["peak_mib"] for r in runs)}
     fast = [r for r in suite["rows"] if r["cpu"] < 0.1]
     report["kernels"] = {"count": len(suite["rows"]), "under_0.1_s": len(fast), "peak_mib": suite["peak_mib"],
+                         "over_200_mib": [r["what"] for r in suite["rows"] if r["peak_mib"] >= 200],
                          "by_stage": {s: sum(r["stage"] == s for r in suite["rows"]) for s in ("closed", "by statement", "general")},
                          "slowest": sorted(suite["rows"], key=lambda r: -r["cpu"])[:8]}
     goals = []
@@ -91,10 +94,10 @@ def main() -> int:
         print(json.dumps(report, indent=1))
         return 0
     k = report["kernels"]
-    print(f"kernels/: {k['under_0.1_s']} of {k['count']} plan in < 0.1 s CPU; one process planning all: "
-          f"peak {k['peak_mib']:.0f} MiB; stages {k['by_stage']}")
+    print(f"kernels/: {k['under_0.1_s']} of {k['count']} plan in < 0.1 s CPU; the largest peak of one kernel's "
+          f"process {k['peak_mib']:.0f} MiB ({len(k['over_200_mib'])} at or over 200 MiB); stages {k['by_stage']}")
     for r in k["slowest"]:
-        print(f"  {Path(r['what']).relative_to(ROOT)}: {r['cpu']:.3f} s ({r['stage']})")
+        print(f"  {Path(r['what']).relative_to(ROOT)}: {r['cpu']:.3f} s, {r['peak_mib']:.0f} MiB ({r['stage']})")
     print("| goal | CPU s | goal s | peak MiB | goal MiB | stage |")
     print("|---|---|---|---|---|---|")
     for g in report["goals"]:

@@ -267,15 +267,16 @@ def plan_closed(program: Program, conflicts=conflicting_pairs) -> tuple[Flat, Cl
     return flat, ClosedPlan(thresholds, planner.dependence_pairs(), planner.distance, planner.index_cache)
 
 
-def sync_closed(program: Program, conflicts=conflicting_pairs):
+def sync_closed(program: Program, conflicts=conflicting_pairs, max_instances: int = 2_000_000):
     """(plan entries, dependence pairs, waits dropped as redundant) of a flat program,
-    checked by a concrete run (concrete.py); None when the program is not flat."""
+    checked by a concrete run of at most `max_instances` instances (concrete.py); None
+    when the program is not flat."""
     from algorithm.threshold.concrete import check_and_reduce
     from algorithm.threshold.plan import PlanEntry
 
     try:
         flat, plan = plan_closed(program, conflicts)
-        kept = check_and_reduce(program, flat, plan.thresholds, plan.distance, plan.index_cache)
+        kept = check_and_reduce(program, flat, plan.thresholds, plan.distance, plan.index_cache, max_instances)
     except NotFlat:
         return None
     entries = [PlanEntry(op, engine, simplify(_substitute(t, HI, flat.hi)), True)

@@ -31,7 +31,6 @@ from semantics.compiled import compile_expr
 from algorithm.threshold.flat import HI, Flat, NotFlat, indices
 
 PRED = -1  # the in-order predecessor as a source
-MAX_INSTANCES = 2_000_000
 
 
 class Disagreement(NotFlat):
@@ -141,14 +140,15 @@ class Run:
         return out
 
 
-def check_and_reduce(program, flat: Flat, thresholds: dict, distance: int, index_cache: dict | None = None) -> set:
+def check_and_reduce(program, flat: Flat, thresholds: dict, distance: int, index_cache: dict | None = None,
+                     max_instances: int = 2_000_000) -> set:
     """The (op, engine) waits of the closed plan that stay; Disagreement when a closed
     threshold is not the run's requirement, NotFlat when the run does not settle."""
     run = Run(program, flat, thresholds, {} if index_cache is None else index_cache)
     for op in flat.prefix:
         run.issue(op, 0, {})
     if flat.var is not None:
-        _loop(run, program, flat, distance)
+        _loop(run, program, flat, distance, max_instances)
     kept = set(thresholds)
     by_op: dict = {}
     for name, engine in thresholds:
@@ -170,7 +170,7 @@ def _covered(covers, allowed: set) -> bool:
     return all(cover & allowed for cover in covers)
 
 
-def _loop(run: Run, program, flat: Flat, distance: int) -> None:
+def _loop(run: Run, program, flat: Flat, distance: int, max_instances: int) -> None:
     """`distance`: the farthest an iteration's sources lie back (at least one period of
     every index, and one iteration)."""
     n = [sum(op.engine == e for op in flat.body) for e in program.engines]
@@ -180,7 +180,7 @@ def _loop(run: Run, program, flat: Flat, distance: int) -> None:
     if flat.t_min == 0:
         run.suffix(0, hi_of(0))
     previous, pattern, steady, k = None, None, 0, 0
-    budget = MAX_INSTANCES // max(1, len(flat.body) + len(flat.suffix))
+    budget = max_instances // max(1, len(flat.body) + len(flat.suffix))
     while True:
         i = flat.lo + k
         now = [run.issue(op, i, {flat.var: i}) for op in flat.body]

@@ -33,9 +33,6 @@ from semantics.simplify import simplify
 from algorithm.threshold.plan import Plan, PlanEntry, Context, candidates_of, keep_z3_small, prove_candidates
 from algorithm.threshold.points import sample_cover
 
-# The sampled cover's query is a shortcut: a tenth of the full query's budget (an
-# unknown falls through to the full query).
-SMALL_RLIMIT = 2_000_000
 
 _NO_PAIR = (Access("", ()), Access("", ()))
 
@@ -154,7 +151,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
     # keeping the disjunct terms alive changed flash_attention_causal's Z3 work).
     chains = ChainSteps(sources)
     kept = {(e.op, e.engine) for e in plan.entries}
-    necessary = _shown_necessary(program, plan.entries)
+    necessary = _shown_necessary(program, plan.entries, ctx.options)
     pinned: set = set()
     dropped = 0
     for n, (y_name, y_entries) in enumerate(by_op.items()):
@@ -176,11 +173,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
     return [e for e in plan.entries if (e.op, e.engine) in kept], dropped
 
 
-SAMPLE_VALUES = range(0, 4)
-MAX_SAMPLES = 64
-
-
-def _shown_necessary(program: Program, entries) -> set:
+def _shown_necessary(program: Program, entries, options) -> set:
     """(op, engine) waits that some small concrete valuation shows are needed: an
     instance whose requirement on the engine no other wait or in-order predecessor
     implies (happens-before vectors, computed in program order). A cheap refutation
@@ -197,9 +190,10 @@ def _shown_necessary(program: Program, entries) -> set:
     all_ops = program_ops(program)
     names = [p.name for p in program.params]
     # The first valuations in lexicographic order, and the diagonal: never the whole
-    # product, which has len(SAMPLE_VALUES) ** parameters members.
-    combos = list(itertools.islice(itertools.product(SAMPLE_VALUES, repeat=len(names)), MAX_SAMPLES))
-    combos += [diagonal for v in SAMPLE_VALUES if (diagonal := (v,) * len(names)) not in combos]
+    # product, which has len(values) ** parameters members.
+    values = options.necessity_values
+    combos = list(itertools.islice(itertools.product(values, repeat=len(names)), options.necessity_samples))
+    combos += [diagonal for v in values if (diagonal := (v,) * len(names)) not in combos]
     if all(p.default is not None for p in program.params):
         combos.append(tuple(p.default for p in program.params))
     engines = len(program.engines)
@@ -316,7 +310,7 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
         # The parts that cover the sampled points first: a smaller query, and proving
         # it proves the full one (fewer disjuncts claim more).
         small = base + [z3.Not(z3.Or(z(target) <= 0, *[disjuncts[k] for k in cover]))]
-        if session.check_alone(small, SMALL_RLIMIT)[0] == z3.unsat:
+        if session.check_alone(small, ctx.options.cover_rlimit)[0] == z3.unsat:
             return True
     query = base + [z3.Not(z3.Or(z(target) <= 0, *disjuncts))]
     return session.check_alone(query, 20_000_000)[0] == z3.unsat

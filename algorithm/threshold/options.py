@@ -25,6 +25,13 @@ class PlannerOptions:
       the table never shrinks, so one context for a long kernel plans it in quadratic time.
     - `max_hops`, `max_chain_nodes`: how far a redundancy proof follows chains of
       instances, and how many it visits.
+    - `necessity_values`, `necessity_samples`: the parameter values, and how many
+      valuations of them (the first in lexicographic order, plus the diagonal), on which
+      a concrete run shows waits necessary before any redundancy proof is tried.
+    - `cover_rlimit`: the Z3 budget of a redundancy proof's smaller first query (the
+      parts that cover the sampled points); an unknown falls through to the full query.
+    - `closed_instances`: the most instances the closed stage's concrete run may make
+      (past it the program is left to the later stages).
     """
 
     conflicts: Callable = conflicting_pairs
@@ -32,9 +39,13 @@ class PlannerOptions:
     renew_after_ops: int = 500
     max_hops: int = 3
     max_chain_nodes: int = 150
+    necessity_values: tuple[int, ...] = (0, 1, 2, 3)
+    necessity_samples: int = 64
+    cover_rlimit: int = 2_000_000
+    closed_instances: int = 2_000_000
 
     @stages.validator
     def _known(self, _, value):
         unknown = [s for s in value if s not in STAGES]
-        if unknown or "general" not in value:
+        if unknown or not value or value[-1] != "general":
             raise ValueError(f"stages must name some of {STAGES} and end with 'general': {value}")

@@ -29,7 +29,7 @@ from algorithm.threshold.plan import PlanEntry, apply_plan
 def closed_stage(program: Program, options: PlannerOptions, stats):
     from algorithm.threshold.closed import sync_closed
 
-    closed = sync_closed(program, options.conflicts)
+    closed = sync_closed(program, options.conflicts, options.closed_instances)
     if closed is None:
         return None
     entries, pairs, dropped = closed

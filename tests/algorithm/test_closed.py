@@ -169,3 +169,22 @@ def test_broken_irredundancy_is_caught():
     full = planned(program, reduce=False).entries
     broken = apply_plan(program, full[1:])  # one needed wait less
     assert oracle.verdict(broken, param_bounds(program, 3)) != oracle.BISIMILAR
+
+
+def test_the_closed_stage_leaves_a_program_past_its_instance_budget_to_the_others():
+    from algorithm.registry import sync_threshold
+    from algorithm.threshold.options import PlannerOptions
+
+    program = parse_file(str(ROOT / "kernels/pipeline_db.sync"))
+    assert closed_mod.sync_closed(program, max_instances=5) is None
+    small = sync_threshold(program, options=PlannerOptions(closed_instances=5))
+    assert oracle.verdict(small.program, param_bounds(program, 3)) == oracle.BISIMILAR
+
+
+def test_planner_options_need_the_general_stage_last():
+    from algorithm.threshold.options import PlannerOptions
+
+    with pytest.raises(ValueError):
+        PlannerOptions(stages=("closed",))
+    with pytest.raises(ValueError):
+        PlannerOptions(stages=("closed", "fast", "general"))
