@@ -44,6 +44,9 @@ from semantics.evaluate import eval_expr
 from semantics.simplify import linear, simplify
 
 HI = "#hi"  # the loop's upper bound, abstracted while planning and checking
+# Periods are checked one value at a time, and the concrete run covers a few of them:
+# longer ones are left to the general planner.
+MAX_PERIOD = 64
 
 
 class NotFlat(Unsupported):
@@ -164,6 +167,8 @@ class Index:
             self.p, self.a = 1, 0
             return
         self.p = period(index)
+        if self.p > MAX_PERIOD:
+            raise NotFlat(f"an index of period {self.p} (over {MAX_PERIOD})")
         self.base = [eval_expr(index, {var: r} if var else {}) for r in range(self.p + 1)]
         self.a = (self.base[self.p] - self.base[0]) // self.p  # f(i + P) = f(i) + a * P
         del self.base[self.p]
