@@ -11,11 +11,13 @@ import shlex
 
 import pytest
 
+import syncproof
 from algorithm.registry import get_strategy
 from semantics.ir import increments, ops
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
 from semantics.sequential import unroll
+from syncproof import Scope, VerifyOptions
 from verify.cli.main import main
 from hypothesis import given
 
@@ -25,7 +27,7 @@ from verify.verdicts import CheckOptions, Verdict
 
 from tests.support.broken_strategies import forget_increment
 from tests.support.budget import scaled
-from tests.support.corpus import DMA_KERNELS, KERNELS_DIR, bounds_of, expectations, kernel_id
+from tests.support.corpus import DMA_KERNELS, KERNELS_DIR, bounds_of, expect_with_params, expectations, kernel_id
 
 
 REFEREE = [p for p in DMA_KERNELS if p.stem in ("dma_trigger", "dma_gather")]
@@ -109,21 +111,22 @@ def test_manual_waits_of_the_dma_kernels_are_the_threshold_strategys():
 
 
 @pytest.mark.parametrize("path", DMA_KERNELS, ids=kernel_id)
-def test_dma_kernel_verdicts_match_their_expectations(path, capsys):
+def test_dma_kernel_verdicts_match_their_expectations(path):
     wanted = expectations(path)
+    program = syncproof.load(path)
     runs = [([], wanted[""][0])]
     for line in wanted.get("-with", []):
         args, verdict = line.split("=>")
         runs.append((shlex.split(args), verdict.strip()))
     for args, verdict in runs:
-        capsys.readouterr()
-        status = main(["verify", "--strategy", "manual", str(path), "--json", "--scope", "bounded", *args])
-        data = json.loads(capsys.readouterr().out)
-        assert data["verdict"] == verdict, (args, data.get("trace"))
-        assert status == (0 if verdict == "bisimilar" else 1)
+        options = VerifyOptions(strategy="manual", scope=Scope.BOUNDED, params=expect_with_params(args))
+        report = syncproof.verify(program, options)
+        witness = report.result.witness
+        assert report.verdict == verdict, (args, witness and witness.trace)
+        assert report.holds is (verdict == "bisimilar")
         if not args and "-param" in wanted:
             expected = dict(kv.split("=") for kv in wanted["-param"][0].split(", "))
-            assert {k: str(v) for k, v in data["param"].items()} == expected
+            assert {k: str(v) for k, v in witness.unrolled.valuation} == expected
 
 
 @pytest.mark.parametrize("strategy", ["threshold", "barrier"])

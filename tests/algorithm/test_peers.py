@@ -17,6 +17,7 @@ import attrs
 import pytest
 from hypothesis import given
 
+import syncproof
 from algorithm import flags as flags_mod
 from algorithm import tokens as tokens_mod
 from algorithm.registry import get_strategy
@@ -26,7 +27,7 @@ from semantics.machines import ISSUE, Counter
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
 from semantics.sequential import unroll
-from verify.cli.main import main
+from syncproof import UsageError, VerifyOptions
 from verify.engines.explicit import check
 from verify.search.generators import param_bounds, programs
 from verify.timing.scheduler import ZERO, HardwareError, load_profile, simulate
@@ -88,13 +89,13 @@ def test_static_errors_of_the_peer_clauses(text, message):
     assert message in str(err.value)
 
 
-def test_ids_out_of_range_at_run_time_are_kernel_errors(tmp_path, capsys):
+def test_ids_out_of_range_at_run_time_are_kernel_errors(tmp_path):
     path = tmp_path / "ids.sync"
     path.write_text("engines A B\nparam N\nfor i in 0..N {\n  A a setflag B:i\n  B b waitflag A:i\n}\n")
-    assert main(["verify", "--strategy", "manual", str(path), "--param", "N=0..9"]) == 2
-    err = capsys.readouterr().err
-    assert f"{path}:4:17: error: setflag B: flag id evaluates to 8; ids are 0..7 at N=9, i=8" in err
-    assert "Traceback" not in err
+    with pytest.raises(KernelError) as err:  # an error in the kernel, not a crash of syncproof
+        syncproof.verify(syncproof.load(path), VerifyOptions(strategy="manual", params={"N": (0, 9)}))
+    assert f"{path}:4:17: error: setflag B: flag id evaluates to 8; ids are 0..7 at N=9, i=8" in err.value.render(
+        str(path))
 
 
 @pytest.mark.parametrize("strategy", ["threshold", "barrier", "flags", "tokens"])
@@ -107,12 +108,12 @@ def test_every_strategy_replaces_the_input_peer_clauses(strategy):
     assert check(out, param_bounds(out, 2), SOUNDNESS).holds
 
 
-def test_z3_and_lean_refuse_peer_clauses(tmp_path, capsys):
-    kernel = str(ROOT / "kernels" / "pipeline_db.sync")
-    assert main(["verify", kernel, "--strategy", "flags", "--engine", "z3", "--param", "N=0..1"]) == 2
-    assert "z3 engine does not support the peer clause" in capsys.readouterr().err
-    assert main(["lean", kernel, "--strategy", "tokens", "-o", str(tmp_path / "lean")]) == 2
-    assert "Lean export does not support the peer clause" in capsys.readouterr().err
+def test_z3_and_lean_refuse_peer_clauses(tmp_path):
+    kernel = syncproof.load(ROOT / "kernels" / "pipeline_db.sync")
+    with pytest.raises(UsageError, match="z3 engine does not support the peer clause"):
+        syncproof.verify(kernel, VerifyOptions(strategy="flags", engine="z3", params={"N": (0, 1)}))
+    with pytest.raises(UsageError, match="Lean export does not support the peer clause"):
+        syncproof.export_lean(kernel, tmp_path / "lean", strategy="tokens")
 
 
 # ------------------------------------------------------------------ machine

@@ -10,8 +10,8 @@ import attrs
 import pytest
 
 from algorithm.registry import STRATEGIES, SyncStats, stats_line
+from syncproof import load
 from verify.cli.main import main
-from verify.cli.mlir import load
 
 KERNEL = "kernels/pipeline_db.sync"
 

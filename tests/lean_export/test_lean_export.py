@@ -26,6 +26,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lean_export.printer as printer
+import syncproof
 from algorithm.registry import get_strategy
 from lean_export.export import LIBRARY_MODULES, export_files
 from verify.api.lean import plan_instances
@@ -416,7 +417,7 @@ def test_cli_errors(tmp_path, capsys):
                            "files and the structural check only")
 def test_lake_build(tmp_path):
     out = tmp_path / "proj"
-    assert main(["lean", str(ROOT / "kernels" / "ring_buffer.sync"), "--strategy", "manual", "-o", str(out)]) == 0
+    syncproof.export_lean(syncproof.load(ROOT / "kernels" / "ring_buffer.sync"), out, strategy="manual")
     run = subprocess.run(["lake", "build"], cwd=out, capture_output=True, text=True, timeout=1800)
     log = run.stdout + run.stderr
     errors = [line for line in log.splitlines() if "error" in line.lower()]

@@ -32,7 +32,7 @@ from syncproof import Scope, VerifyOptions, load, verify
 from verify.cli.main import main
 from verify.engines.explicit import check
 from verify.proof.prove import ProofOptions, prove
-from verify.verdicts import Verdict
+from verify.verdicts import ProofStatus, Verdict
 
 from tests.support import oracle
 from tests.support.corpus import DATA_DIR, ROOT
@@ -85,8 +85,18 @@ def test_the_modulo_k_kernel_syncs_and_verifies_under_its_assumption(strategy, c
     assert check(synced, bounds).verdict.value == expected
 
 
-def test_the_modulo_k_kernel_is_proved_for_every_k_at_least_one(capsys):
-    code = main(["verify", str(MOD_K), "--engine", "both", "--json"])
+def test_the_modulo_k_kernel_is_proved_for_every_k_at_least_one():
+    report = verify(load(MOD_K), VerifyOptions(engine="both"))
+    assert report.holds is True, report.result
+    assert report.result.bounds == (("N", 0, 3), ("K", 1, 3))  # the default bounds start at K's lower bound
+    assert report.proof.status == ProofStatus.PROVED
+    assert report.proof.lower == (("N", 0), ("K", 1))
+    assert report.proof.assumptions == ("K >= 1",)
+    assert report.scope == Scope.ALL
+
+
+def test_verify_names_the_assumption_in_the_json_and_the_text(capsys):
+    code = main(["verify", str(MOD_K), "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0, data
     assert data["bounds"] == {"N": [0, 3], "K": [1, 3]}

@@ -6,18 +6,21 @@ the real pass's output; see tests/data/snax/README.md)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 import xdsl  # noqa: F401  (a hard dependency: a broken install fails here, never skips)
 
+import syncproof
 from algorithm import snax_barrier as rule
 from algorithm.registry import get_strategy
 from semantics.errors import KernelError
 from semantics.ir import Barrier, For, If, Op, walk_stmts
 from semantics.parser import parse
 from semantics.printer import print_program
+from semantics.sequential import unroll
 from verify.engines.explicit import check
 from semantics.mlir.importer import import_file, import_text
 from semantics.mlir.parse import split_cases
@@ -256,16 +259,33 @@ def test_cli_import_verify_emit_and_errors(tmp_path):
     assert f"{bad}:2:3: error: unsupported op 'scf.while'" in _cli("check", str(bad)).stderr
 
 
-def test_bench_rows_show_the_barrier_free_gain_on_a_prefetching_snax_kernel():
-    from verify.cli.timing import bench_rows
-    from verify.timing.scheduler import load_profile
+PREFETCH = ROOT / "kernels" / "snax" / "tiled_add_prefetch.mlir"
 
-    rows, _ = bench_rows([ROOT / "kernels" / "snax" / "tiled_add_prefetch.mlir"], load_profile("snax"))
-    by = {r["strategy"]: r for r in rows}
+
+def test_threshold_shows_the_barrier_free_gain_on_a_prefetching_snax_kernel():
+    program = syncproof.load(PREFETCH)
+    runs = {s: syncproof.simulate(program, strategy=s, profile="snax") for s in ("oracle", "threshold", "snax-barrier")}
+
+    def barriers_passed(strategy):  # by the timed run
+        return len(unroll(syncproof.sync(program, strategy).program, runs[strategy].param).barriers)
+
+    assert barriers_passed("snax-barrier") == 16 and barriers_passed("threshold") == 0
+    assert runs["oracle"].cycles <= runs["threshold"].cycles < runs["snax-barrier"].cycles
+    assert runs["snax-barrier"].cycles / runs["threshold"].cycles > 1.1
+
+
+def test_bench_times_an_mlir_kernel_with_snax_barrier_too(capsys):
+    """`syncproof bench` adds snax-barrier for an .mlir kernel; its rows are the API's timings."""
+    from verify.cli.main import main
+
+    assert main(["bench", "--json", "--profile", "snax", str(PREFETCH)]) == 0
+    by = {r["strategy"]: r for r in json.loads(capsys.readouterr().out)}
     assert set(by) == {"oracle", "threshold", "barrier", "snax-barrier"}
     assert by["snax-barrier"]["barriers"] == 16 and by["threshold"]["barriers"] == 0
-    assert by["oracle"]["cycles"] <= by["threshold"]["cycles"] < by["snax-barrier"]["cycles"]
-    assert by["threshold"]["vs_snax_barrier"] > 1.1
+    program = syncproof.load(PREFETCH)
+    for strategy, row in by.items():
+        assert row["cycles"] == syncproof.simulate(program, strategy=strategy, profile="snax").cycles, strategy
+    assert by["threshold"]["vs_snax_barrier"] == by["snax-barrier"]["cycles"] / by["threshold"]["cycles"]
 
 
 def test_snax_barrier_on_a_written_kernel_uses_buffers_as_ssa_values():

@@ -40,3 +40,15 @@ def expectations(path) -> dict[str, list[str]]:
         if match:
             found.setdefault(match.group(1), []).append(match.group(2))
     return found
+
+
+def expect_with_params(args: list[str]) -> dict[str, tuple[int, int]]:
+    """The `--param NAME=LO..HI` (or `NAME=V`) flags of an `# expect-with:` line, split
+    by shlex, as the `params` of syncproof.VerifyOptions."""
+    assert len(args) % 2 == 0 and set(args[::2]) <= {"--param"}, f"only --param flags are read here: {args}"
+    params = {}
+    for spec in args[1::2]:
+        name, _, value = spec.partition("=")
+        lo, _, hi = value.partition("..")
+        params[name] = (int(lo), int(hi or lo))
+    return params

@@ -9,7 +9,7 @@
    compute (`encoding_property` of tests/verify/engines/test_z3_engine.py).
 2. Verdict agreement with the explicit engine on every DMA kernel (tests/data/dma/,
    kernels/dma_trigger.sync) for the manual, threshold and barrier strategies, on
-   generated queue programs, and the `# expect:` verdicts through `--engine z3`.
+   generated queue programs, and the `# expect:` verdicts with the z3 engine.
 3. Teeth: each queue rule of the encoding broken in turn (a transfer not waiting for
    its trigger, the increment ignored, triggers counted, a queue threshold off by one,
    the reference not holding a trigger for its transfer's producers); the properties
@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 
 import attrs
@@ -27,17 +26,18 @@ import z3
 from hypothesis import find, given, note
 from hypothesis import strategies as st
 
+import syncproof
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
 from semantics.printer import print_program
-from verify.cli.main import main
+from syncproof import Scope, VerifyOptions
 from verify.engines import z3_check
 from verify.engines import z3_machines as zm
 from verify.search.generators import param_bounds, programs, valuations
 from verify.verdicts import InternalError
 
 from tests.support.budget import scaled
-from tests.support.corpus import DMA_DIR, DMA_KERNELS, expectations, kernel_id
+from tests.support.corpus import DMA_DIR, DMA_KERNELS, expect_with_params, expectations, kernel_id
 from tests.support.queues import queue_programs
 from tests.support.z3_properties import FIND_SETTINGS, HI, agreement_property, encoding_property
 
@@ -103,17 +103,17 @@ def test_step_by_step_bmc_on_a_queue_kernel(strategy, verdict):
 
 
 @pytest.mark.parametrize("path", DMA_KERNELS, ids=kernel_id)
-def test_dma_kernel_verdicts_with_the_z3_engine_match_their_expectations(path, capsys):
+def test_dma_kernel_verdicts_with_the_z3_engine_match_their_expectations(path):
     wanted = expectations(path)
+    program = syncproof.load(path)
     runs = [([], wanted[""][0])] + [(shlex.split(line.split("=>")[0]), line.split("=>")[1].strip())
                                     for line in wanted.get("-with", [])]
     for args, verdict in runs:
-        capsys.readouterr()
-        status = main(["verify", "--strategy", "manual", str(path), "--json", "--scope", "bounded",
-                       "--engine", "z3", *args])
-        data = json.loads(capsys.readouterr().out)
-        assert (data["verdict"], data["engine"]) == (verdict, "z3"), (args, data.get("trace"))
-        assert status == (0 if verdict == "bisimilar" else 1)
+        options = VerifyOptions(strategy="manual", scope=Scope.BOUNDED, engine="z3", params=expect_with_params(args))
+        report = syncproof.verify(program, options)
+        witness = report.result.witness
+        assert (report.verdict, report.engine) == (verdict, "z3"), (args, witness and witness.trace)
+        assert report.holds is (verdict == "bisimilar")
 
 
 # ------------------------------------------------------------------ 3. teeth

@@ -12,10 +12,12 @@ import attrs
 import pytest
 from hypothesis import given
 
+import syncproof
 from algorithm.registry import get_strategy
 from semantics.machines import ISSUE, Counter, Reference
 from semantics.parser import parse, parse_file
 from semantics.sequential import unroll
+from syncproof import UsageError
 from verify.cli.main import main
 from verify.search.generators import programs
 from verify.timing.scheduler import ZERO, arithmetic_ops, load_profile, simulate
@@ -149,8 +151,11 @@ def test_profiles_load_and_reject_bad_fields(tmp_path):
     assert load_profile("snax").barrier_cycles > 0
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "bad"\n[costs]\nwake_cycle = 3\n')
-    assert main(["simulate", str(ROOT / "kernels" / "pipeline_db.sync"), "--profile", str(bad)]) == 2
-    assert main(["simulate", str(ROOT / "kernels" / "pipeline_db.sync"), "--profile", "nosuch"]) == 2
+    program = syncproof.load(ROOT / "kernels" / "pipeline_db.sync")
+    with pytest.raises(UsageError, match="unknown field.*wake_cycle"):
+        syncproof.simulate(program, profile=str(bad))
+    with pytest.raises(UsageError, match="unknown profile 'nosuch'"):
+        syncproof.simulate(program, profile="nosuch")
 
 
 def test_simulate_json_and_perfetto_trace(tmp_path, capsys):
