@@ -77,7 +77,7 @@ def test_two_rounds_prove_what_one_round_proves(name):
     assert len(one.obligations) == len(two.obligations)
 
 
-def test_what_a_starved_first_round_leaves_is_proved_in_the_second(monkeypatch, capsys):
+def test_what_a_starved_first_round_leaves_is_proved_in_the_second(monkeypatch):
     """The real path through both rounds: a first budget of one unit proves almost
     nothing (only what Z3 settles without search), so the rest is proved at the full
     budget, and `verify` announces the round without counting it as a query."""
@@ -88,16 +88,18 @@ def test_what_a_starved_first_round_leaves_is_proved_in_the_second(monkeypatch, 
     announced = [line for line in lines if line.startswith(SECOND_ROUND)]
     assert len(announced) == 1 and f"of {len(proof.obligations)} obligations" in announced[0]
 
-    from verify.cli.main import main
+    import syncproof
     from verify.proof import prove as prove_module
 
     monkeypatch.setattr(prove_module, "ProofOptions", partial(ProofOptions, first_query_rlimit=1))
-    assert main(["verify", "--verbose", str(KERNELS / "masked_wait.sync")]) == 0
-    captured = capsys.readouterr()
-    # The CLI's proof runs on two workers (--proof-jobs 2): each announces its own round.
-    assert captured.err.count(SECOND_ROUND) == 2
-    assert f"{SECOND_ROUND}worker 1 of 2: " in captured.err and f"{SECOND_ROUND}worker 2 of 2: " in captured.err
-    assert "all parameter values: proved" in captured.out
+    lines = []
+    options = syncproof.VerifyOptions(verbose=True, progress=lines.append, proof_jobs=2)
+    report = syncproof.verify(syncproof.load(KERNELS / "masked_wait.sync"), options)
+    assert report.holds is True and report.proof.status == PROVED and report.scope == syncproof.Scope.ALL
+    # The proof runs on two workers (proof_jobs 2, the default): each announces its own round.
+    progress = "\n".join(lines)
+    assert progress.count(SECOND_ROUND) == 2
+    assert f"{SECOND_ROUND}worker 1 of 2: " in progress and f"{SECOND_ROUND}worker 2 of 2: " in progress
 
 
 def _hard_query(prover):
