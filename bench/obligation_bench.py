@@ -21,7 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from algorithm.registry import get_strategy
-from semantics.collector import collector_paused
 from semantics.parser import parse_file
 from verify.engines.deadline import Deadline
 from verify.proof import obligations
@@ -54,19 +53,18 @@ def main() -> int:
     obligations.Prover.query = query
     began = time.monotonic()
     proved = 0
-    with collector_paused():
-        prover = Prover(program, options)
-        todo = tasks(program, options.property)
-        for task, ask in zip(todo, bind(prover, todo)):
-            text = f"{task.kind} {task.consumer} {task.engine} {task.producer or ''}"
-            if args.only and not any(o in text for o in args.only):
-                continue
-            start, queries, solving = time.monotonic(), counted["queries"], counted["seconds"]
-            done = ask()
-            proved += done.status == "proved"
-            print(f"{time.monotonic() - start:7.2f} s  {counted['queries'] - queries:4d} queries "
-                  f"({counted['seconds'] - solving:6.2f} s)  {done.status:8s} {done.describe()}"
-                  f"{': ' + done.reason if done.reason else ''}"[:240], flush=True)
+    prover = Prover(program, options)
+    todo = tasks(program, options.property)
+    for task, ask in zip(todo, bind(prover, todo)):
+        text = f"{task.kind} {task.consumer} {task.engine} {task.producer or ''}"
+        if args.only and not any(o in text for o in args.only):
+            continue
+        start, queries, solving = time.monotonic(), counted["queries"], counted["seconds"]
+        done = ask()
+        proved += done.status == "proved"
+        print(f"{time.monotonic() - start:7.2f} s  {counted['queries'] - queries:4d} queries "
+              f"({counted['seconds'] - solving:6.2f} s)  {done.status:8s} {done.describe()}"
+              f"{': ' + done.reason if done.reason else ''}"[:240], flush=True)
     print(f"{proved} proved, {time.monotonic() - began:.1f} s in all", flush=True)
     obligations.Prover.query = real
     for method in args.range:

@@ -25,8 +25,8 @@ rewriting preserves equivalence. The branches of one split cover every case, and
 branch whose conditions contradict the query's base facts (a small query, unsat) has
 no model. So the query is unsat when every branch is, and a model of a branch is a
 model of the query. Unknown when a branch stays unknown or the splits reach
-`MAX_CASES` branches. The splits come in a fixed order; Z3's answers still depend on
-its term ids, as every query's do (docs/proofs.md, "Known defect").
+`MAX_CASES` branches. The splits come in a fixed order (conditions as first met in the
+terms, then the most frequent first), so a query is split the same way every time.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ def _subterms(terms, into_kinds):
     """The distinct subterms of `terms` (by Z3 id), depth first, left to right, as (raw
     AST, declaration kind), going into an application's arguments only where its
     declaration kind is in `into_kinds` (None: every application's). Through Z3's C
-    API: the Python API's wrapper and sort checks per child cost more than the walk
-    itself on large terms. Reads only: no term is made, so no id changes."""
+    API, for speed: the Python API's wrapper object and sort checks per child cost
+    several times the walk itself on the large terms of a case split (reads only: no
+    term is made)."""
     if not terms:
         return
     ref = terms[0].ctx.ref()

@@ -221,27 +221,17 @@ class Counter:
 
 def to_z3(pieces, names: dict, atoms: Atoms, ctx: z3.Context | None = None) -> z3.ArithRef:
     """The Z3 integer term of a count; `names` maps symbol names to Z3 terms (in `ctx`).
-    The sympy work (bringing each value and atom over a common denominator, expanding)
-    depends on the count only, so it is done once per count (`_plan`, kept on `atoms`);
-    each call builds the Z3 term from the plan, with the same Z3 calls in the same
-    order as building it from sympy directly (sympy's `together`, per instance, was
-    most of a large proof's time: a few counts at thousands of instances)."""
-    plan = atoms.plans.get(pieces)
-    if plan is None:
-        plan = atoms.plans[pieces] = (_plan(pieces, atoms), sorted(_names(pieces, atoms)))
-    plan, used = plan
-    # The same count at the same instance is asked for again and again (a local index
-    # in every stage of every obligation that meets it): 10,666 builds of 4,020
-    # distinct terms in attention_cte_query_outer's proof. The memo keeps the names'
-    # terms with the result, so a key's ids cannot be reused by other terms.
-    values = tuple(names[n] for n in used)
-    key = (id(plan), ctx, tuple(v.get_id() for v in values))
-    hit = atoms.built.get(key)
-    if hit is not None:
-        return hit[0]
-    term = _build_count(plan, names, ctx)
-    atoms.built[key] = (term, values)
-    return term
+    A count is met at thousands of instances (a local index in every stage of every
+    obligation that meets it) but has one shape: its term is built once per context,
+    over a placeholder constant per name it reads (`_build_count`: the sympy work and one
+    Python call per node), and each instance substitutes its own terms for the
+    placeholders (one Z3 call)."""
+    template = atoms.templates.get((pieces, ctx))
+    if template is None:
+        holders = {n: z3.Int(f"{n}!count", ctx) for n in sorted(_names(pieces, atoms))}
+        template = atoms.templates[pieces, ctx] = (_build_count(pieces, holders, atoms, ctx), holders)
+    term, holders = template
+    return z3.substitute(term, *[(h, names[n]) for n, h in holders.items()]) if holders else term
 
 
 def _names(pieces, atoms: Atoms) -> set:
@@ -257,118 +247,41 @@ def _names(pieces, atoms: Atoms) -> set:
     return out
 
 
-def _build_count(plan, names, ctx) -> z3.ArithRef:
-    ctx = ctx if ctx is not None else z3.main_ctx()  # as z3's operators take None
-    raw = _Raw(ctx)
-    try:
-        return z3.ArithRef(raw.count(plan, names), ctx)
-    finally:
-        raw.release()
-
-
-def _plan(pieces, atoms: Atoms) -> tuple:
-    """Per piece: its atoms' plans, its value's numerator as a plan, its denominator."""
-    out = []
+def _build_count(pieces, names: dict, atoms: Atoms, ctx) -> z3.ArithRef:
+    """Per piece If(And(its atoms), its value, 0), summed. Each value and atom is brought
+    over a common denominator and expanded (a value is an integer wherever its atoms
+    hold, so its division is exact; an atom's denominator is positive: its sign stays)."""
+    terms = []
     for conds, value in pieces:
         num, den = sp.fraction(sp.together(value))
-        out.append((tuple(_atom_plan(a, atoms) for a in conds), _poly_plan(sp.expand(num), atoms), int(den)))
-    return tuple(out)
+        body = _poly(sp.expand(num), names, atoms, ctx)
+        if den != 1:
+            body = body / int(den)
+        if conds:
+            guard = []
+            for kind, e in conds:
+                term = _poly(sp.expand(sp.fraction(sp.together(e))[0]), names, atoms, ctx)
+                guard.append(term >= 0 if kind == "ge" else term == 0)
+            body = z3.If(z3.And(*guard), body, z3.IntVal(0, ctx))
+        terms.append(body)
+    return z3.Sum(*terms) if terms else z3.IntVal(0, ctx)
 
 
-def _atom_plan(atom, atoms: Atoms) -> tuple:
-    kind, e = atom
-    num, den = sp.fraction(sp.together(e))
-    return kind, _poly_plan(sp.expand(num), atoms)  # den > 0: the sign is kept
-
-
-def _poly_plan(e: sp.Expr, atoms: Atoms) -> tuple:
-    """A polynomial as a small tree of ("int", v), ("name", n), ("fd" | "mod", x, m),
-    ("add", parts), ("mul", factors), ("pow", base, n): what `_build` turns into Z3."""
+def _poly(e: sp.Expr, names: dict, atoms: Atoms, ctx) -> z3.ArithRef:
+    """An expanded polynomial with integer coefficients as a Z3 term; an atom's symbol as
+    Z3's floor division or modulo of its dividend."""
     if e.is_Integer:
-        return "int", int(e)
+        return z3.IntVal(int(e), ctx)
     if e.is_Symbol:
         if e in atoms.defs:
             kind, dividend, divisor = atoms.defs[e]
-            return "fd" if kind == "fd" else "mod", _poly_plan(sp.expand(dividend), atoms), divisor
-        return "name", e.name
+            divide = py_floordiv if kind == "fd" else py_mod
+            return divide(_poly(sp.expand(dividend), names, atoms, ctx), z3.IntVal(divisor, ctx))
+        return names[e.name]
     if e.is_Add:
-        return "add", tuple(_poly_plan(a, atoms) for a in e.args)
+        return z3.Sum(*[_poly(a, names, atoms, ctx) for a in e.args])
     if e.is_Mul:
-        return "mul", tuple(_poly_plan(a, atoms) for a in e.args)
+        return z3.Product(*[_poly(a, names, atoms, ctx) for a in e.args])
     if e.is_Pow and e.exp.is_Integer and e.exp > 0:
-        return "pow", _poly_plan(e.base, atoms), int(e.exp)
+        return z3.Product(*[_poly(e.base, names, atoms, ctx)] * int(e.exp))
     raise Unsupported(f"cannot translate {e} to Z3")
-
-
-class _Raw:
-    """A count's Z3 term built through Z3's C API: the Z3 calls z3's Python operators make
-    for `IntVal`, `Sum`, `*`, `/`, `>=`, `==`, `And` and `If`, in the same order, hence the
-    same terms with the same ids (tests/verify/proof/test_count_terms.py), without the
-    wrapper object and sort checks per node that made term building a large part of a
-    large proof. Every node made is kept (inc_ref) until the
-    whole term holds it, as the wrappers kept them."""
-
-    def __init__(self, ctx: z3.Context):
-        self.ctx, self.ref = ctx, ctx.ref()
-        self.int_sort = z3.IntSort(ctx).ast
-        self.kept: list = []
-
-    def keep(self, ast):
-        z3.Z3_inc_ref(self.ref, ast)
-        self.kept.append(ast)
-        return ast
-
-    def release(self) -> None:
-        for ast in self.kept:
-            z3.Z3_dec_ref(self.ref, ast)
-        self.kept = []
-
-    def number(self, value: int):
-        return self.keep(z3.Z3_mk_numeral(self.ref, str(value), self.int_sort))
-
-    def apply(self, make, args: list):
-        return self.keep(make(self.ref, len(args), (z3.Ast * len(args))(*args)))
-
-    def count(self, plan, names):
-        terms = []
-        for guard_plans, body_plan, den_value in plan:
-            body = self.build(body_plan, names)
-            if den_value != 1:  # exact: the count is an integer where conds hold
-                body = self.keep(z3.Z3_mk_div(self.ref, body, self.number(den_value)))
-            if guard_plans:
-                guard = self.apply(z3.Z3_mk_and, [self.atom(a, names) for a in guard_plans])
-                body = self.keep(z3.Z3_mk_ite(self.ref, guard, body, self.number(0)))
-            terms.append(body)
-        return self.apply(z3.Z3_mk_add, terms) if terms else self.number(0)
-
-    def atom(self, plan, names):
-        kind, poly = plan
-        term = self.build(poly, names)
-        make = z3.Z3_mk_ge if kind == "ge" else z3.Z3_mk_eq
-        return self.keep(make(self.ref, term, self.number(0)))
-
-    def build(self, plan, names):
-        match plan:
-            case ("int", value):
-                return self.number(value)
-            case ("name", name):
-                return names[name].as_ast()
-            case ("fd" | "mod", dividend, divisor):
-                # Rare: through z3's operators (symbolic.py), the node kept as above.
-                x = z3.ArithRef(self.build(dividend, names), self.ctx)
-                divide = py_floordiv if plan[0] == "fd" else py_mod
-                quotient = divide(x, z3.IntVal(divisor, self.ctx))  # alive until kept
-                return self.keep(quotient.as_ast())
-            case ("add", parts):
-                return self.apply(z3.Z3_mk_add, [self.build(a, names) for a in parts])
-            case ("mul", factors):
-                out = self.number(1)
-                for a in factors:
-                    out = self.apply(z3.Z3_mk_mul, [out, self.build(a, names)])
-                return out
-            case ("pow", base, exponent):
-                base = out = self.build(base, names)
-                for _ in range(exponent - 1):
-                    out = self.apply(z3.Z3_mk_mul, [out, base])
-                return out
-        raise TypeError(f"not a count plan: {plan!r}")

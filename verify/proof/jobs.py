@@ -2,18 +2,17 @@
 budgets, in this process or shared among worker processes (`ProofOptions.jobs`).
 
 Why several processes: the obligations are independent Z3 queries (verification
-conditions, as Boogie and Why3 discharge them in parallel), and most of a large proof is
-spent building their terms in Python, which one process runs on one core.
+conditions, as Boogie and Why3 discharge them in parallel), and one process answers
+them on one core.
 
-What decides the answers: Z3's effort on a non-linear query depends on the ids its terms
-got, hence on every term the process built before it (docs/proofs.md, "Known defect").
-So the shares are fixed, not balanced at run time: task n goes to worker n % jobs, and
-each worker builds its own `Prover` and runs its share in task order. A proof with the
-same `jobs` asks every worker the same queries in the same order on any machine (only
-the wall-clock limits depend on the load); `jobs` = 1 is the sequential proof,
-unchanged. Workers fork from a server process started fresh (`start_workers`, the
-default `ProofOptions.start_method`), not from the caller: what the caller did before
-(other proofs) left state that moved the answers of a proof on forked workers. The program and options reach them pickled. Where the
+Why fixed shares (task n goes to worker n % jobs; each worker builds one `Prover` and
+asks its share in task order), not shares balanced at run time: Z3's effort on a
+non-linear query depends on the terms its context made before it, so an obligation's
+answer can depend on which tasks its worker asked first. With fixed shares the answers
+depend on the input and `jobs` only, not on which worker happened to be free. Workers
+fork from a server process started fresh (`start_workers`, the default
+`ProofOptions.start_method`), not from the caller, so what the caller did before (other
+proofs) does not reach them; the program and options reach them pickled. Where the
 start method is not available the proof runs in this process.
 """
 
@@ -30,7 +29,6 @@ from multiprocessing.connection import wait
 import attrs
 import z3
 
-from semantics.collector import collector_paused
 from semantics.errors import LimitReached
 from semantics.context import sites
 from semantics.ir import Program
@@ -80,9 +78,8 @@ def tasks(program: Program, property: str) -> list[Task]:
 
 
 def bind(prover: Prover, todo: list[Task]) -> list:
-    """Each task as a callable that asks `prover` its obligation. The loops' sites are
-    made once: the count terms are memoized per site (a site made again per task would
-    build its terms again, and the proof's queries would change)."""
+    """Each task as a callable that asks `prover` its obligation (the loops' sites made
+    once for all)."""
     loops = loop_sites(prover.program)
     return [partial(run, prover, t, loops) for t in todo]
 
@@ -298,8 +295,7 @@ def _worker(send, errors, program: Program, options, deadline: Deadline, share: 
 
 
 def _serve(send, errors: str, options, work, at: list) -> None:
-    """A worker process's frame: its stderr to the file `errors`, Z3's memory limit, the
-    collector paused (as in the calling process; a forkserver child has it on); then
+    """A worker process's frame: its stderr to the file `errors`, Z3's memory limit; then
     ("done", work(), 0) or (failure kind, detail, at[0]: the position of the task) is
     sent, and the process ends."""
     with open(errors, "wb") as printed:
@@ -311,8 +307,7 @@ def _serve(send, errors: str, options, work, at: list) -> None:
         # and the proof goes on; should Z3 abort instead, the worker is lost: unknown.
         z3.set_param("memory_max_size", options.worker_memory_mb)
     try:
-        with collector_paused():
-            send.send(("done", work(), 0))
+        send.send(("done", work(), 0))
     except Unsupported as err:
         send.send(("unsupported", str(err), at[0]))
     except DeadlineReached:

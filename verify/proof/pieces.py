@@ -28,8 +28,7 @@ class Atoms:
     def __init__(self):
         self.defs: dict[sp.Symbol, tuple[str, sp.Expr, int]] = {}
         self._by_key: dict = {}
-        self.plans: dict = {}  # count -> how to build its Z3 term (counts.py `to_z3`)
-        self.built: dict = {}  # (plan, context, ids of the names it reads) -> (Z3 term, those names' terms)
+        self.templates: dict = {}  # (count, context) -> (its Z3 term, placeholder per name: counts.py `to_z3`)
 
     def make(self, kind: str, dividend: sp.Expr, divisor: int) -> sp.Symbol:
         key = (kind, sp.expand(dividend), divisor)

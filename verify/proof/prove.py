@@ -43,7 +43,6 @@ from functools import partial
 
 import attrs
 
-from semantics.collector import collector_paused
 from semantics.ir import Barrier, Op, Program, walk_stmts
 
 from verify.engines.deadline import Deadline, DeadlineReached
@@ -104,21 +103,20 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     lower = domain_lower(program, options)
     began = options.clock()
     deadline = Deadline.after(options.timeout, options.clock)
-    with collector_paused():
-        # The 32-bit statement needs no answer of the proof: on workers it starts now.
-        statement = None if _why_not(program) else start_in_worker(program, options, deadline,
-                                                                   partial(range_limit, lower=lower))
+    # The 32-bit statement needs no answer of the proof: on workers it starts now.
+    statement = None if _why_not(program) else start_in_worker(program, options, deadline,
+                                                               partial(range_limit, lower=lower))
+    try:
         try:
-            try:
-                proof = _prove(program, options, deadline)
-            except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
-                proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
-                              seconds=options.clock() - began)
-            if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
-                proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline, statement))
-        finally:
-            if statement is not None:
-                statement.cancel()
+            proof = _prove(program, options, deadline)
+        except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
+            proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
+                          seconds=options.clock() - began)
+        if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
+            proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline, statement))
+    finally:
+        if statement is not None:
+            statement.cancel()
     return attrs.evolve(proof, lower=tuple((p.name, lower[p.name]) for p in program.params),
                         assumptions=assumptions(program))
 

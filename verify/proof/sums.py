@@ -105,6 +105,7 @@ def _period(pieces, w: sp.Symbol, atoms: Atoms):
 
     for symbol in sorted(_symbols(pieces), key=str):
         visit(symbol)
+    del visit  # a recursive closure is a reference cycle: `atoms`' terms would wait for the collector
     if not hits:
         return None
     period = 1

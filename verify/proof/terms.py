@@ -206,7 +206,10 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
         for value, still in _distinct(options):
             grow(steps[1:], {**env, loop.var: value}, still)
 
-    grow(loop_steps(x), dict(terms.params), True)
+    try:
+        grow(loop_steps(x), dict(terms.params), True)
+    finally:
+        del grow  # a recursive closure is a reference cycle: its terms would wait for the collector
     return out
 
 
