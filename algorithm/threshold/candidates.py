@@ -66,10 +66,9 @@ def _constraints(conds, u: str):
     return equal, congruent, upper, excluded
 
 
-MAX_OPTIONS = 12
 
 
-def _latest(loop: For, u: str, hi, conds, env) -> list:
+def _latest(loop: For, u: str, hi, conds, env, limit: int) -> list:
     """The latest indices u < hi suggested by the conditions, latest first (checked
     later): one value, or, for several congruences, one per residue of their period."""
     equal, congruent, upper, excluded = _constraints(conds, u)
@@ -81,7 +80,7 @@ def _latest(loop: For, u: str, hi, conds, env) -> list:
     if excluded and not congruent:
         # Each excluded value can push the latest allowed index one step down; the
         # candidates' conditions and the proof pick the right one.
-        return [simplify(BinOp("-", top, Const(back))) for back in range(min(len(excluded), MAX_OPTIONS - 1) + 1)]
+        return [simplify(BinOp("-", top, Const(back))) for back in range(min(len(excluded), limit - 1) + 1)]
     if len(congruent) == 1 and congruent[0][2] is not None:
         m, _, residue = congruent[0]
         return [_closed_latest(top, residue, m) or simplify(BinOp("-", top, BinOp("%", BinOp("-", top, residue), m)))]
@@ -91,7 +90,7 @@ def _latest(loop: For, u: str, hi, conds, env) -> list:
             if not isinstance(m, Const) or m.value <= 0:
                 return [top]  # the check below rejects what this misses
             period = period * m.value // _gcd(period, m.value)
-        if period <= MAX_OPTIONS:
+        if period <= limit:
             return [simplify(BinOp("-", top, Const(back))) for back in range(period)]
     return [top]
 
@@ -121,7 +120,7 @@ def _gcd(a: int, b: int) -> int:
     return a
 
 
-def candidates_of(program: Program, x: Site, y: Site, pair, where: tuple = (), project: bool = False) -> list[Candidate]:
+def candidates_of(program: Program, x: Site, y: Site, pair, limit: int, where: tuple = (), project: bool = False) -> list[Candidate]:
     """The candidates for the last x-instance conflicting with y through `pair`, latest
     first. `where`: conditions on x's own indices that the x-instances must meet (a case
     of a piecewise index, cases.py); `project`: also bound each free index by what the
@@ -160,10 +159,10 @@ def candidates_of(program: Program, x: Site, y: Site, pair, where: tuple = (), p
                     hi = bounded[u]  # an earlier iteration than y's own (which is below hi)
                 placeholder = Var(f"{u}#free")
                 pending = _pending_conditions(x, n, env, placeholder, u, ax, ay, where, project)
-                period = _hidden_period(x, n, ax, ay)
-                options = _latest(stmt, f"{u}#free", hi, pending, env)
+                period = _hidden_period(x, n, ax, ay, limit)
+                options = _latest(stmt, f"{u}#free", hi, pending, env, limit)
                 if project and u not in bounded and isinstance(lo, Const) and isinstance(hi, Const) \
-                        and 0 < hi.value - lo.value <= MAX_OPTIONS:
+                        and 0 < hi.value - lo.value <= limit:
                     # A short constant range: every value, latest first (the second analysis:
                     # an overlap with a symbolic coefficient, `r * (NK // 2) <= c`, solves for none).
                     options, period = [Const(v) for v in range(hi.value - 1, lo.value - 1, -1)], 1
@@ -172,7 +171,7 @@ def candidates_of(program: Program, x: Site, y: Site, pair, where: tuple = (), p
                         chosen = latest if back == 0 else simplify(BinOp("-", latest, Const(back)))
                         grown.append(({**env, u: chosen}, {**values, u: chosen},
                                       conditions + [Compare("<=", lo, chosen), Compare("<", chosen, hi)]))
-            partial = grown[:MAX_OPTIONS]
+            partial = grown[:limit]
         for env, values, conditions in partial:
             conditions = conditions + [subst(w, env) for w in where] + [c for ix, iy in zip(ax.indices, ay.indices)
                                        for c in overlap_conditions(_subst_index(ix, env), iy)]
@@ -208,7 +207,7 @@ def _step_depth(x: Site, bounded: dict) -> int:
     raise AssertionError(var)
 
 
-def _hidden_period(x: Site, n: int, ax, ay) -> int:
+def _hidden_period(x: Site, n: int, ax, ay, limit: int) -> int:
     """The period of a residue (`% p`, constant p) in an index equation that also
     involves a loop below the one at trail step n. The outer index cannot see that
     equation; the matching residue recurs within p outer iterations (the residues an
@@ -222,7 +221,7 @@ def _hidden_period(x: Site, n: int, ax, ay) -> int:
         for node in [n for e in parts for n in walk_expr(e)]:
             if isinstance(node, BinOp) and node.op == "%" and isinstance(node.right, Const) and node.right.value > 1:
                 period = period * node.right.value // _gcd(period, node.right.value)
-    return period if period <= MAX_OPTIONS else 1
+    return period if period <= limit else 1
 
 
 def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay, where=(), deep=False):

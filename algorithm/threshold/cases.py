@@ -29,7 +29,6 @@ from semantics.ir import Access, And, BinOp, Compare, Const, IfExpr, Iters, Max,
 from semantics.simplify import cond as simplify_cond
 from algorithm.threshold.counting import as_interval, mentions
 
-MAX_CASES = 8
 
 
 def _lift(node) -> list[tuple[tuple, object]]:
@@ -62,13 +61,13 @@ def _lift_index(index) -> list[tuple[tuple, object]]:
     return _lift(index)
 
 
-def piecewise_cases(access: Access) -> list[tuple[tuple, Access]] | None:
+def piecewise_cases(access: Access, max_cases: int) -> list[tuple[tuple, Access]] | None:
     """The access split into (conditions, plain access) cases, or None when it has no
-    piecewise index (nothing to split) or more than MAX_CASES cases."""
+    piecewise index (nothing to split) or more than `max_cases` cases."""
     cases = [((), ())]
     for index in access.indices:
         cases = [(conds + more, indices + (piece,)) for conds, indices in cases for more, piece in _lift_index(index)]
-        if len(cases) > MAX_CASES:
+        if len(cases) > max_cases:
             return None
     if len(cases) == 1:
         return None

@@ -38,6 +38,7 @@ from semantics.ir import (
 )
 from semantics.printer import print_program
 from semantics.simplify import expr, linear, simplify
+from algorithm.threshold.options import PlannerOptions
 from algorithm.threshold.counting import Session, Unsupported, full_count
 
 # Canonical names carry a character no kernel identifier has, so they never meet a
@@ -93,7 +94,7 @@ def plan_by_statement(program: Program, conflicts, options=None) -> Composed | N
             slices.append((piece, shapes.key(piece)))
     if len({key for _, key in slices}) == len(slices):
         return None  # every shape once: nothing to share
-    gaps = _Gaps(program, holders, shapes)
+    gaps = _Gaps(program, holders, shapes, (options or PlannerOptions()).facts_rlimit)
     entries, dropped, planned = [], 0, {}
     for piece, key in slices:
         if key not in planned:
@@ -160,9 +161,9 @@ class _Gaps:
     statements equal up to their names have equal counts), summed cumulatively as
     polynomials (coefficient maps: adding them needs no simplification)."""
 
-    def __init__(self, program: Program, holders: dict, shapes: "_Shapes"):
+    def __init__(self, program: Program, holders: dict, shapes: "_Shapes", rlimit: int):
         self.env = {p.name: Var(p.name) for p in program.params}
-        session = Session()
+        session = Session(rlimit)
         self.facts = session.facts([session.var(p.name) >= p.lower for p in program.params])
         self.holders = holders  # engine -> statements holding one of its ops, cumulatively
         self.shapes = shapes

@@ -28,7 +28,8 @@ class Context:
 
         self.program = program
         self.options = options or PlannerOptions(conflicts=conflicts)
-        self.session = session or Session()  # all solver state of this pass
+        session = session or Session(self.options.facts_rlimit)
+        self.session = session  # all solver state of this pass
         self.conflicts = conflicts  # the access-pair relation enforced (a hook for broken test strategies)
         self.sites = sites(program)
         self.by_engine = {e: [s for s in self.sites.values() if s.op.engine == e] for e in program.engines}

@@ -13,9 +13,8 @@ from semantics.ir import (
 from semantics.symbolic import to_z3
 from semantics.simplify import cond as simplify_cond, simplify
 
-# Z3 resource units per query: deterministic, unlike a time limit (the same answer on
-# any machine load).
-FACTS_RLIMIT = 2_000_000
+# Z3's budget per query is a resource limit (PlannerOptions.facts_rlimit): deterministic,
+# unlike a time limit, the same answer on any machine load.
 # A wall-clock backstop under the resource limit. Some of Z3's non-linear procedures
 # (nlsat, called from the SMT kernel's arithmetic) do not count resource units: a query
 # of the nested-`if` reproducer (tests/data/repro/threshold_slow_nested_ifs.sync) can
@@ -60,7 +59,7 @@ class Session:
     statement contents. One per plan; nothing survives it, so a plan does not depend
     on what ran before in the process."""
 
-    def __init__(self, rlimit: int = FACTS_RLIMIT):
+    def __init__(self, rlimit: int):
         self.rlimit = rlimit
         self.contents: dict = {}  # id(stmt) -> (stmt, names inside): see counting._contents
         # prove_candidates' answers by the shape of the question (shapes.py): plain

@@ -57,7 +57,7 @@ def _same_engine_sources(ctx, y: Site, same: list[Site], tops: list[int]) -> lis
     nearby = same[first:bisect.bisect_right(tops, top)] + same[max(0, first - 1):first]
     for e in nearby:
         try:
-            candidates = candidates_of(program, e, y, _NO_PAIR)
+            candidates = candidates_of(program, e, y, _NO_PAIR, ctx.options.max_options)
         except Unsupported:
             continue
         if prove_candidates(ctx.session, program, e, y, _NO_PAIR, candidates, soundness_only=True):
@@ -297,7 +297,7 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
         frontier = following
     if not parts:
         return False
-    cover = sample_cover(program, y, target, parts, compiled)
+    cover = sample_cover(program, y, target, parts, ctx.options, compiled)
     if cover is None:
         return False  # a concrete model of the query below: Z3 would answer sat
     # Z3 terms only for a query that sampling did not refute.

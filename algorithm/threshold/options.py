@@ -32,6 +32,13 @@ class PlannerOptions:
       parts that cover the sampled points); an unknown falls through to the full query.
     - `closed_instances`: the most instances the closed stage's concrete run may make
       (past it the program is left to the later stages).
+    - `max_options`: the most latest-index options a free loop index fans out to, and
+      the longest constant loop or residue period tried value by value, in candidates.
+    - `max_cases`: the most cases a piecewise index is split into (the second analysis).
+    - `cover_valuations`, `cover_grid`, `cover_points`: the sampled cover of a redundancy
+      proof: how many parameter valuations (the defaults, then a grid of offsets below
+      `cover_grid` from the lower bounds), and how many instances of y it visits.
+    - `facts_rlimit`: the Z3 budget of each query about the facts at an op.
     """
 
     conflicts: Callable = conflicting_pairs
@@ -43,6 +50,12 @@ class PlannerOptions:
     necessity_samples: int = 64
     cover_rlimit: int = 2_000_000
     closed_instances: int = 2_000_000
+    max_options: int = 12
+    max_cases: int = 8
+    cover_valuations: int = 48
+    cover_grid: int = 8
+    cover_points: int = 3_000
+    facts_rlimit: int = 2_000_000
 
     @stages.validator
     def _known(self, _, value):

@@ -113,14 +113,14 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None)
                 try:
                     if never_before(x, y):
                         continue  # no x-instance precedes y: no dependence, nothing to prove
-                    candidates = candidates_of(program, x, y, pair)
+                    candidates = candidates_of(program, x, y, pair, ctx.options.max_options)
                     dominant = dominates(x, y, candidates)
                     # A dominating candidate is exact by construction; the later ones are
                     # only proved to be conflicting earlier instances (irredundancy uses them).
                     why = prove_candidates(ctx.session, program, x, y, pair, candidates, soundness_only=dominant)
                     analyses = [(candidates, dominant)]
                     if why:
-                        cases = second_chance(ctx.session, program, x, y, pair)
+                        cases = second_chance(ctx.session, program, x, y, pair, ctx.options)
                         if cases is None:
                             raise Unsupported(f"{x.op.name} -> {y.op.name}: {why}")
                         analyses = [(found, False) for found in cases]
@@ -234,20 +234,20 @@ def _else_of_chain(part, tail):
     return tail
 
 
-def second_chance(session, program: Program, x: Site, y: Site, pair) -> list | None:
+def second_chance(session, program: Program, x: Site, y: Site, pair, options) -> list | None:
     """The second case analysis (algorithm/threshold/cases.py) of a pair the first one
     missed: the producer's access split into the cases of its piecewise indices, each
     analysed plainly and then with the bounds projected from below each free index.
     The candidate lists of every case, each proved exact by Z3; None if some case fails
     (the wait then stays conservative, as before)."""
     ax, ay = pair
-    split = piecewise_cases(ax) or [((), ax)]
+    split = piecewise_cases(ax, options.max_cases) or [((), ax)]
     out = []
     for where, access in split:
         case_pair = (access, ay)
         for deep in ((False, True) if where else (True,)):
             try:
-                candidates = candidates_of(program, x, y, case_pair, where=where, project=deep)
+                candidates = candidates_of(program, x, y, case_pair, options.max_options, where=where, project=deep)
             except Unsupported:
                 continue
             if not prove_candidates(session, program, x, y, case_pair, candidates, where=where):

@@ -22,26 +22,19 @@ from semantics.errors import SyncproofError
 from semantics.evaluate import eval_cond, eval_expr
 from semantics.ir import For, Program
 
-# Parameter valuations tried (the defaults first, then a grid, smallest values first)
-# and instances of y visited per query: a bounded cost per query.
-MAX_VALUATIONS = 48
-GRID_TOP = 8
-MAX_POINTS = 3_000
-
-
-def valuations(program: Program) -> list[dict[str, int]]:
+def valuations(program: Program, options) -> list[dict[str, int]]:
     """The defaults (when every parameter has one), then each parameter from its lower
     bound up, ordered by the largest offset from the lower bounds."""
     params = program.params
     out = []
     if params and all(p.default is not None for p in params):
         out.append({p.name: p.default for p in params})
-    for top in range(GRID_TOP):
+    for top in range(options.cover_grid):
         for offsets in itertools.product(range(top + 1), repeat=len(params)):
             if params and max(offsets) != top:
                 continue
             out.append({p.name: p.lower + k for p, k in zip(params, offsets)})
-            if len(out) >= MAX_VALUATIONS or not params:
+            if len(out) >= options.cover_valuations or not params:
                 return out
     return out
 
@@ -72,7 +65,7 @@ def instances(y: Site, env: dict[str, int], budget: list[int]):
     yield from go(0, env, {})
 
 
-def sample_cover(program: Program, y: Site, target, parts, compiled_by_node: dict | None = None) -> list[int] | None:
+def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_node: dict | None = None) -> list[int] | None:
     """None if some point has `target > 0` and no (condition, guaranteed) in `parts`
     with condition and guaranteed >= target (a model: the query is satisfiable);
     otherwise the indices of the parts that cover every point visited (each point
@@ -90,13 +83,13 @@ def sample_cover(program: Program, y: Site, target, parts, compiled_by_node: dic
 
     target_f = fn(target)
     chosen: list[int] = []
-    budget = [MAX_POINTS]
+    budget = [options.cover_points]
 
     def covers(k, env, iters, t) -> bool:
         c, g = parts[k]
         return fn(c, True)(env, iters) and fn(g)(env, iters) >= t
 
-    for values in valuations(program):
+    for values in valuations(program, options):
         try:
             for env, iters in instances(y, values, budget):
                 try:

@@ -8,6 +8,8 @@ clamped_previous_index)."""
 
 from __future__ import annotations
 
+from algorithm.threshold.options import PlannerOptions
+
 import itertools
 
 import attrs
@@ -40,7 +42,7 @@ def _holds(conds, env) -> bool | None:
 
 
 def piecewise_problems(index) -> list[str]:
-    split = piecewise_cases(Access("b", (index,)))
+    split = piecewise_cases(Access("b", (index,)), PlannerOptions().max_cases)
     if split is None:
         return []
     problems = []
@@ -69,9 +71,9 @@ def test_piecewise_cases_cover_each_point_once_with_its_value(index):
 def test_piecewise_cases_split_max_and_if():
     index = parse("kernel k\nengines A B\nparam N\nfor i in 0..N {\n  A w writes b[max(i, 1)]\n}\n").body[0].body[0] \
         .writes[0].indices[0]
-    split = piecewise_cases(Access("b", (index,)))
+    split = piecewise_cases(Access("b", (index,)), PlannerOptions().max_cases)
     assert [access.indices[0] for _, access in split] == [Var("i"), Const(1)]
-    assert piecewise_cases(Access("b", (BinOp("+", Var("i"), Const(1)),))) is None  # nothing to split
+    assert piecewise_cases(Access("b", (BinOp("+", Var("i"), Const(1)),)), 8) is None  # nothing to split
 
 
 def test_piecewise_check_catches_overlapping_cases(monkeypatch):

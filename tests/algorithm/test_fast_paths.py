@@ -10,6 +10,8 @@ The differential test is shown to catch deliberately broken keys.
 
 from __future__ import annotations
 
+from algorithm.threshold.options import PlannerOptions
+
 import importlib
 
 import attrs
@@ -92,7 +94,7 @@ def _questions(program: Program, limit: int | None = None):
                 continue
             for pair in conflicting_pairs(x.op, y.op):
                 try:
-                    candidates = candidates_mod.candidates_of(program, x, y, pair)
+                    candidates = candidates_mod.candidates_of(program, x, y, pair, PlannerOptions().max_options)
                 except facts_mod.Unsupported:
                     continue
                 out.append((x, y, pair, candidates))
@@ -109,12 +111,12 @@ TRUE = candidates_mod.conjoin([])
 def _memo_mismatches(program: Program, limit: int | None = QUESTIONS) -> tuple[list[str], int]:
     """Questions where the memoized answer differs from a fresh Z3 proof, and the
     number of memo hits."""
-    shared = Session()
+    shared = Session(PlannerOptions().facts_rlimit)
     mismatches = []
     for x, y, pair, candidates in _questions(program, limit):
         for soundness_only in (False, True):
             memoized = candidates_mod.prove_candidates(shared, program, x, y, pair, candidates, soundness_only)
-            fresh = candidates_mod._prove(Session(), program, x, y, pair, candidates, soundness_only)
+            fresh = candidates_mod._prove(Session(PlannerOptions().facts_rlimit), program, x, y, pair, candidates, soundness_only)
             if (memoized is None) != (fresh is None):
                 mismatches.append(f"{x.op.name} -> {y.op.name} (soundness_only={soundness_only}): "
                                   f"memo {memoized!r}, z3 {fresh!r}")
@@ -303,7 +305,7 @@ def test_tidy_max_of_ifs_on_one_condition_is_the_same_value():
     even = Compare("==", BinOp("%", n, Const(2)), Const(0))
     a = IfExpr(even, BinOp("+", n, Const(1)), Const(2))  # if N % 2 == 0 then N + 1 else 2
     b = IfExpr(even, Const(3), BinOp("-", n, Const(1)))  # if N % 2 == 0 then 3 else N - 1
-    tidied = tidy_threshold(Max(a, b), Facts(Session()))
+    tidied = tidy_threshold(Max(a, b), Facts(Session(PlannerOptions().facts_rlimit)))
     assert print_expr(tidied).startswith("if N % 2 == 0 then max(N + 1, 3) else max(2, N - 1)"), print_expr(tidied)
     for n in range(-4, 9):
         assert eval_expr(tidied, {"N": n}) == max(eval_expr(a, {"N": n}), eval_expr(b, {"N": n}))

@@ -11,7 +11,10 @@ import itertools
 import z3
 from hypothesis import given, strategies as st
 
+from algorithm.threshold.options import PlannerOptions
 from algorithm.threshold.points import sample_cover
+
+OPTIONS = PlannerOptions()
 from semantics.context import sites
 from semantics.evaluate import eval_cond, eval_expr
 from semantics.ir import BinOp, Compare, Const, Var
@@ -78,12 +81,12 @@ _parts = st.lists(st.tuples(_conditions, _linear()), min_size=1, max_size=4)
 
 
 def _refutation_is_a_model(cover_fn, target, parts) -> bool:
-    return cover_fn(PROGRAM, Y, target, parts) is not None or _query_is_sat(target, parts)
+    return cover_fn(PROGRAM, Y, target, parts, OPTIONS) is not None or _query_is_sat(target, parts)
 
 
 @given(_linear(), _parts)
 def test_refuted_query_is_satisfiable_and_cover_covers_the_samples(target, parts):
-    cover = sample_cover(PROGRAM, Y, target, parts)
+    cover = sample_cover(PROGRAM, Y, target, parts, OPTIONS)
     assert _refutation_is_a_model(sample_cover, target, parts)
     if cover is not None:
         assert all(0 <= k < len(parts) for k in cover)
@@ -94,8 +97,8 @@ def test_needed_wait_is_refuted_and_covered_wait_is_not():
     target = BinOp("+", Var("i"), Const(1))
     exact = [(Compare(">=", Var("i"), Const(0)), BinOp("+", Var("i"), Const(1)))]
     short = [(Compare(">=", Var("i"), Const(0)), Var("i"))]
-    assert sample_cover(PROGRAM, Y, target, exact) == [0]
-    assert sample_cover(PROGRAM, Y, target, short) is None
+    assert sample_cover(PROGRAM, Y, target, exact, OPTIONS) == [0]
+    assert sample_cover(PROGRAM, Y, target, short, OPTIONS) is None
     assert _query_is_sat(target, short) and not _query_is_sat(target, exact)
 
 
@@ -104,14 +107,14 @@ def test_cover_keeps_only_the_parts_the_samples_need():
     useless = (Compare("<", Var("i"), Const(0)), Const(100))  # never applies
     low = (Compare("<", Var("i"), Const(2)), Const(2))
     high = (Compare(">=", Var("i"), Const(1)), BinOp("+", Var("i"), Const(1)))
-    assert sample_cover(PROGRAM, Y, target, [useless, low, high]) == [1, 2]
+    assert sample_cover(PROGRAM, Y, target, [useless, low, high], OPTIONS) == [1, 2]
 
 
 def test_teeth_an_off_by_one_refutation_is_caught():
     """A deliberately broken variant (it asks for one more than the target) refutes a
     query Z3 proves unsatisfiable: the property above fails on it."""
-    def broken(program, y, target, parts):
-        return sample_cover(program, y, BinOp("+", target, Const(1)), parts)
+    def broken(program, y, target, parts, options):
+        return sample_cover(program, y, BinOp("+", target, Const(1)), parts, options)
 
     target = BinOp("+", Var("i"), Const(1))
     parts = [(Compare(">=", Var("i"), Const(0)), BinOp("+", Var("i"), Const(1)))]
@@ -122,5 +125,5 @@ def test_teeth_an_off_by_one_refutation_is_caught():
 def test_points_that_do_not_evaluate_decide_nothing():
     """Division by zero at every point: no refutation, no part chosen."""
     target = BinOp("//", Const(1), BinOp("-", Var("i"), Var("i")))
-    assert sample_cover(PROGRAM, Y, target, [(Compare(">=", Var("i"), Const(0)), Const(0))]) == []
+    assert sample_cover(PROGRAM, Y, target, [(Compare(">=", Var("i"), Const(0)), Const(0))], OPTIONS) == []
 

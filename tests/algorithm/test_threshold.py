@@ -265,8 +265,8 @@ TEETH_KERNELS = [KERNELS_DIR / "pipeline_db.sync", KERNELS_DIR / "zero_trip_acc.
 
 def _same_iteration_only(original):
     """candidates_of without the loop-carried candidates (only x in y's own iteration)."""
-    def broken(program, x, y, pair, **kwargs):
-        out = original(program, x, y, pair, **kwargs)
+    def broken(program, x, y, pair, *args, **kwargs):
+        out = original(program, x, y, pair, *args, **kwargs)
         return out[:1] if static_order(x, y) == "before" else []
     return broken
 
