@@ -60,7 +60,7 @@ def test_output_is_the_same_under_load(tmp_path):
     assert loaded == _here(KERNELS)
 
 
-@pytest.mark.parametrize("kernel", ["kernels/pipeline_db.sync", "kernels/ring_buffer.sync"])
+@pytest.mark.parametrize("kernel", ["kernels/pipeline_db.sync", "kernels/nested_dynamic.sync"])
 def test_verify_answers_the_same_with_other_worker_counts(kernel):
     def verify(*flags):
         out = subprocess.run([sys.executable, "-m", "verify.cli", "verify", "--json", "--max-param", "4", *flags,
