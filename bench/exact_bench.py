@@ -1,13 +1,20 @@
 """Exactness of `threshold` on generated kernels: the share of exact waits, and every
 remaining conservative wait or fallback with its reason.
 
-    python bench/exact_bench.py [--kernels 1000] [--timeout 60] [--out DIR] [--json]
+    python bench/exact_bench.py [--kernels 1000] [--timeout 60] [--generator today|rich] [--seed S]
+                                [--out DIR] [--json]
 
-Kernels come from verify/search/generators.py `programs` (Hypothesis, derandomized, so
-the same kernels every run): loops with affine, triangular (`i..N`, `0..i + 1`) and
-`min`/`max` bounds, `if` on loop variables and parameters (nested), `%` and plain
-indices mixed, 2-4 engines. Each kernel gets `timeout` seconds of CPU time (not wall
-time: the machine is shared; a kernel over it is listed, not counted as exact). With --out, every kernel with a
+With `--generator today` (the default), kernels come from verify/search/generators.py
+`programs` (Hypothesis, derandomized, so the same kernels every run): loops with affine,
+triangular (`i..N`, `0..i + 1`) and `min`/`max` bounds, `if` on loop variables and
+parameters (nested), `%` and plain indices mixed, 2-4 engines. With `--generator rich`
+they come from verify/search/rich.py `rich_programs` (derandomized with `--seed`,
+default 0): the same kernels enriched with range accesses, DMA queues with triggers and
+increments, `if`/`else` on affine conditions, triangular and `min`/`max` loop bounds and
+parameter lower bounds; the summary also counts the kernels exercising each feature.
+
+Each kernel gets `timeout` seconds of CPU time (not wall time: the machine is shared; a
+kernel over it is listed, not counted as exact). With --out, every kernel with a
 conservative wait, a fallback or a timeout is written to DIR as a .sync file.
 """
 
@@ -42,6 +49,26 @@ def generated(count: int) -> list:
     return out
 
 
+def generated_rich(count: int, seed: int = 0) -> list:
+    """`count` kernels of verify/search/rich.py `rich_programs`, the same ones for one seed."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as with_seed
+
+    from verify.search.rich import rich_programs
+
+    out = []
+
+    @with_seed(seed)
+    @settings(max_examples=count, derandomize=True, phases=[Phase.generate], database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(rich_programs())
+    def collect(program):
+        out.append(program)
+
+    collect()
+    return out
+
+
 class _Timeout(Exception):
     pass
 
@@ -57,10 +84,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", type=int, default=1000)
     parser.add_argument("--timeout", type=int, default=60)
+    parser.add_argument("--generator", choices=("today", "rich"), default="today",
+                        help="verify/search/generators.py (today) or verify/search/rich.py (rich)")
+    parser.add_argument("--seed", type=int, default=0, help="the rich generator's seed (default 0)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    programs = generated(args.kernels)
+    if args.generator == "rich":
+        from verify.search.rich import FEATURES, features
+
+        programs = generated_rich(args.kernels, args.seed)
+        exercised = Counter(f for program in programs for f in features(program))
+        feature_counts = {f: exercised[f] for f in FEATURES}
+    else:
+        programs = generated(args.kernels)
+        feature_counts = None
     signal.signal(signal.SIGPROF, _alarm)
     waits = conservative = 0
     kinds: Counter = Counter()
@@ -89,10 +127,12 @@ def main() -> int:
         else:
             kinds["exact"] += 1
     summary = {
+        "generator": args.generator, **({"seed": args.seed} if args.generator == "rich" else {}),
         "kernels": len(programs), "waits": waits, "conservative_waits": conservative,
         "exact_share": round(1 - conservative / waits, 5) if waits else 1.0, "kernel_kinds": dict(kinds),
         "cpu_seconds": round(time.process_time() - cpu_start, 1),
         "seconds": round(time.perf_counter() - wall_start, 1),
+        **({"features": feature_counts} if feature_counts is not None else {}),
         "cases": [{k: v for k, v in c.items() if k != "text"} for c in cases],
     }
     if args.out:
@@ -102,9 +142,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
-    print(f"{summary['kernels']} generated kernels, {waits} waits in kernels without fallback, "
+    print(f"{summary['kernels']} generated kernels ({args.generator}), {waits} waits in kernels without fallback, "
           f"{conservative} conservative: exact share {100 * summary['exact_share']:.2f}%")
     print(f"kernels: {dict(kinds)}; cpu {summary['cpu_seconds']} s, wall {summary['seconds']} s")
+    if feature_counts is not None:
+        print("kernels per feature: " + ", ".join(f"{f} {n}" for f, n in feature_counts.items()))
     for c in cases:
         print(f"- kernel {c['kernel']} ({c['kind']}): " + ("; ".join(c["notes"]) or "-"))
     return 0
