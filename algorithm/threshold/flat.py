@@ -39,7 +39,7 @@ import math
 import attrs
 
 from semantics.errors import Unsupported
-from semantics.ir import Barrier, BinOp, Compare, Const, For, IfExpr, Iters, Neg, Op, Program, Range, Var, walk_expr
+from semantics.ir import Barrier, BinOp, Const, For, Iters, Neg, Op, Program, Range, Var, walk_expr
 from semantics.evaluate import eval_expr
 from semantics.simplify import linear, simplify
 

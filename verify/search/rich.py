@@ -37,6 +37,7 @@ import attrs
 from hypothesis import strategies as st
 
 from semantics.errors import SyncproofError
+from semantics.ir import map_ops
 from semantics.ir import (
     Access, And, BinOp, Compare, Const, For, If, Max, Min, Not, Op, Or, Param, Program, Queue, Range, Var,
     walk_expr, walk_stmts,
@@ -391,17 +392,6 @@ def _add_queues(draw, program: Program, max_queues: int) -> Program:
     if not queues:
         return program
 
-    def convert(body):
-        out = []
-        for stmt in body:
-            if isinstance(stmt, Op) and stmt.name in via:
-                stmt = attrs.evolve(stmt, queue=via[stmt.name])
-            elif isinstance(stmt, For):
-                stmt = attrs.evolve(stmt, body=convert(stmt.body))
-            elif isinstance(stmt, If):
-                stmt = attrs.evolve(stmt, then=convert(stmt.then), else_=convert(stmt.else_))
-            out.append(stmt)
-        return tuple(out)
-
-    return attrs.evolve(program, body=convert(program.body), queues=tuple(queues),
+    return attrs.evolve(program, body=map_ops(program.body, lambda op: attrs.evolve(op, queue=via[op.name])
+                                              if op.name in via else op), queues=tuple(queues),
                         engines=program.engines + tuple(q.name for q in queues))
