@@ -34,10 +34,11 @@ import attrs
 from semantics.ir import BinOp, Barrier, Const, For, If, IfExpr, Max, Op, Program, Var
 from semantics.printer import print_expr
 from semantics.simplify import simplify
+from semantics.mlir.dialect import SIGNAL, WAIT, context, signal_op, wait_op
 from semantics.mlir.importer import Imported, anchor
 from semantics.mlir.parse import op_name, parse_chunk
 
-BARRIER, WAIT, SIGNAL = "snax.cluster_sync_op", "syncproof.wait", "syncproof.signal"
+BARRIER = "snax.cluster_sync_op"
 
 
 def _make(name: str, operands=(), **attributes):
@@ -161,11 +162,11 @@ def _cores(stmt) -> list[str]:
 def emit(imported: Imported, synced: Program) -> str:
     from xdsl.printer import Printer
 
-    module, _ = parse_chunk(imported.chunk, imported.filename)
+    module, _ = parse_chunk(imported.chunk, imported.filename, context())
     fresh = dict(zip(imported.module.walk(), module.walk()))
     ops = {key: fresh[op] for key, op in imported.anchors.items()}
     for op in list(module.walk()):
-        if op_name(op) == BARRIER:
+        if op_name(op) in (BARRIER, WAIT, SIGNAL):  # the input's synchronization, replaced
             op.parent_block().erase_op(op)
     waited = {w.engine for s in _all_ops(synced.body) for w in s.waits}
     signalled: set = set()
@@ -206,13 +207,13 @@ def emit(imported: Imported, synced: Program) -> str:
             target = ops[key]
             for (core, counter), threshold in sorted(_waits(stmt).items()):
                 expr, operands = _over_induction_variables(threshold, scope)
-                wait = _make(WAIT, operands=[value for _, value in operands], core=core, counter=counter,
-                             threshold=print_expr(expr), names=" ".join(name for name, _ in operands))
+                wait = wait_op([value for _, value in operands], core, counter, print_expr(expr),
+                               " ".join(name for name, _ in operands))
                 target.parent_block().insert_op_before(wait, target)
             for core in _cores(stmt):
                 if core in waited and (target, core) not in signalled:
                     signalled.add((target, core))
-                    target.parent_block().insert_op_after(_make(SIGNAL, core=core), _last_signal(target))
+                    target.parent_block().insert_op_after(signal_op(core), _last_signal(target))
 
     place(synced.body, _top_block(module, [ops[a] for a in map(anchor, synced.body) if a in ops]), {})
     out = io.StringIO()

@@ -46,6 +46,7 @@ from semantics.ir import Barrier, For, If, Loc, Op, Param, Var, index_exprs, wal
 from semantics.validate import KEYWORDS, validate
 from semantics.mlir import values as mv
 from semantics.mlir.parse import Chunk, op_name, parse_chunk, prop, split_cases
+from semantics.mlir.waits import WaitReader
 
 DMA_SETUP, DMA_BYTES_PER_CYCLE, COMPUTE_SETUP = 24, 8, 16
 STREAMING = ("dart.operation", "dart.generic", "dart.schedule", "stream.streaming_region")
@@ -94,9 +95,12 @@ def import_file(path: str) -> list[Imported]:
 
 
 def import_chunk(chunk: Chunk, filename: str) -> Imported:
-    module, locs = parse_chunk(chunk, filename)
+    from semantics.mlir.dialect import context
+
+    module, locs = parse_chunk(chunk, filename, context())
     walker = _Importer(filename, locs)
     body = walker.block(module.regions[0].blocks[0], (), in_loop=False) if module.regions[0].blocks else ()
+    walker.waits.finish(body)
     body = mv.whole_accesses_as_ranges(body, walker.values.shapes)
     name = walker.kernel_name or re.sub(r"\W", "_", filename.rsplit("/", 1)[-1].split(".")[0]) or None
     if name and (name in KEYWORDS or name[0].isdigit()):
@@ -137,6 +141,7 @@ class _Importer:
         self.kernel_name: str | None = None
         self.block_ids = itertools.count()
         self.counts: dict[str, int] = {}
+        self.waits = WaitReader(self.values, lambda: [p.name for p in self.params], self._error)
 
     # -- naming
     def _fresh(self, base: str | None, default: str = "v") -> str:
@@ -186,6 +191,8 @@ class _Importer:
 
     def op(self, op, out: list, path, block_id: int, in_loop: bool) -> None:
         name = op_name(op)
+        if self.waits.take(op):  # the syncproof dialect: waits and signals (semantics/mlir/waits.py)
+            return
         slot = Slot(path, len(out))
         core = self._core(op, name)
         if core is not None:
@@ -204,6 +211,8 @@ class _Importer:
         if name == "scf.yield" and in_loop:
             kind = "yield"
         self._site(kind, None, op.operands, block_id, in_loop, slot, op)
+        if kind in ("barrier", "yield") or op.regions or name in ("scf.yield", "func.return"):
+            self.waits.structure(op)  # no wait can guard it
         match name:
             case "snax.cluster_sync_op":
                 self._emit(out, [Barrier(loc=self.locs.get(op))], op)
@@ -248,6 +257,7 @@ class _Importer:
         body = op.regions[0].blocks[0]
         iv = body.args[0]
         var = self._fresh(iv.name_hint, "i")
+        self.waits.loop(op, var)
         lo, hi, trips = self.values.loop_range(op, var)
         self.values.set_expr(iv, trips)
         index = len(out)
@@ -274,25 +284,28 @@ class _Importer:
         reads = [v for v in reads if mv.is_memref(v)]
         writes = [v for v in writes if mv.is_memref(v)]
         lat = self._lat(op, name, reads + writes)
-        self._emit(out, self._ops(op, core, base, reads, writes, lat, split_names=True), op)
+        waits = self.waits.waits_for(op, (core,))
+        self._emit(out, self._ops(op, core, base, reads, writes, lat, split_names=True, waits=waits), op)
 
     def _global(self, op, name: str, out: list) -> None:
         memrefs = [v for v in op.operands if mv.is_memref(v)]
         if op.regions or op.successors:  # control flow the kernel language has no statement for
             self._error(f"unsupported op '{name}' (control flow or a region syncproof does not know)", op)
         if not memrefs:
+            self.waits.structure(op)
             return
         dialect, _, short = name.partition(".")
         base = re.sub(r"\W", "_", short if dialect in ("memref", "func") else name)
         first = self.values.first_root(memrefs[0])
         stmts = []
         group = self._fresh(f"{base}_{first}", "op")  # the logical op; its replicas never conflict
+        waits = self.waits.waits_for(op, (DM, COMPUTE))
         for engine in (DM, COMPUTE):
             stmts += self._ops(op, engine, f"{base}_{first}_{engine}", memrefs, memrefs, self._lat(op, name, []),
-                               replica=group)
+                               replica=group, waits=waits)
         self._emit(out, stmts, op)
 
-    def _ops(self, op, engine, base, reads, writes, lat, split_names=False, replica=None) -> list:
+    def _ops(self, op, engine, base, reads, writes, lat, split_names=False, replica=None, waits=None) -> list:
         """One op, or an `if` tree of variants when an operand is an arith.select."""
         trees = [self.values.mem(v) for v in reads + writes]
         loc = self.locs.get(op)
@@ -317,7 +330,7 @@ class _Importer:
             roots = list(trees)
             acc = lambda rs: tuple(dict.fromkeys(mv.access_of(r) for r in rs))  # noqa: E731 (subview windows: ranges)
             return [Op(engine, name, acc(roots[:len(reads)]), acc(roots[len(reads):]), lat, loc=loc,
-                       replica=replica)]
+                       replica=replica, waits=(waits or {}).get(engine, ()))]
 
         return build(trees, "", {})
 
