@@ -25,8 +25,13 @@ Both machines step only on labels both enable. That is the explicit engine's pro
 it follows the counter machine's labels from states that are not unsound, and there
 the counter's labels are the reference's too; unsound states end the search.
 
-Every query has a Z3 timeout and the whole check a time budget; `unknown` carries
-Z3's `reason_unknown()` and, with `dump_smt`, the query is written to an .smt2 file.
+A query's limits are the ones asked for: what is left of the check's time budget
+(`timeout`, the command's `--timeout`), and optionally a per-query wall-clock limit and
+a per-query resource limit (Z3 units, deterministic). With none given a query runs until
+Z3 decides it: a hidden per-query limit made a check without `--timeout` end "unknown
+(canceled)" (Z3's word for a query its timer or resource limit stopped). `unknown` names
+the limit that ended the query, else Z3's `reason_unknown()`; with `dump_smt`, the query
+is written to an .smt2 file.
 A decoded counterexample is replayed on the Python machines; any mismatch with the
 model is an InternalError (a bug in syncproof).
 """
@@ -62,7 +67,7 @@ class Z3Options:
     property: str = "bisimulation"
     encoding: str = "events"  # "events" (one query, event times) or "steps" (BMC depth by depth)
     max_depth: int | None = None  # steps only; None: every depth a complete answer needs
-    query_timeout_ms: int = 60_000  # per Z3 query
+    query_timeout_ms: int | None = None  # per Z3 query, wall time (None: only what is left of `timeout`)
     query_rlimit: int | None = None  # per Z3 query, in Z3 resource units (deterministic; None: none)
     timeout: float | None = None  # seconds for the whole check
     seed: int = 0  # Z3's random seed
@@ -131,6 +136,23 @@ def _dump(options: Z3Options, solver: z3.Solver, name: str) -> str | None:
     return path
 
 
+NO_TIMEOUT_MS = 4294967295  # Z3's default `timeout`: none
+
+
+def _why_unknown(solver, options: Z3Options, deadline: Deadline) -> str:
+    """Which limit ended a query Z3 left unknown: the check's time budget, a per-query
+    limit, or Z3's own reason (Z3 says "canceled" for a timer's or a resource limit's stop)."""
+    if deadline.passed():
+        return "time limit reached"
+    reason = solver.reason_unknown()
+    if reason in ("canceled", "timeout"):
+        limits = [*([f"resource limit of {options.query_rlimit:,} units"] if options.query_rlimit else []),
+                  *([f"time limit of {options.query_timeout_ms} ms"] if options.query_timeout_ms is not None else [])]
+        if limits:
+            return f"Z3 returned unknown: the query's {' or '.join(limits)} ran out"
+    return f"Z3 returned unknown ({reason})"
+
+
 class _Search:
     """The queries of one check: what has been found so far and what is still wanted."""
 
@@ -148,18 +170,17 @@ class _Search:
             if remaining is not None and remaining <= 0:
                 self.reason = f"time limit reached ({where})"
                 return False
-            budget = self.options.query_timeout_ms
-            if remaining is not None:
-                budget = min(budget, max(1, int(remaining * 1000)))
-            solver.set("timeout", budget)
-            if self.options.query_rlimit is not None:
-                solver.set("rlimit", self.options.query_rlimit)
+            limits = [ms for ms in (self.options.query_timeout_ms,
+                                    None if remaining is None else max(1, int(remaining * 1000))) if ms is not None]
+            # Z3's "no limit" values: a solver reused across queries must not keep an older limit
+            solver.set("timeout", min(limits) if limits else NO_TIMEOUT_MS)
+            solver.set("rlimit", self.options.query_rlimit or 0)
             solver.push()
             solver.add(z3.Or(*[findings[k] for k in self.wanted]))
             answer = solver.check()
             self.queries += 1
             if answer == z3.unknown:
-                self.reason = f"Z3 returned unknown ({solver.reason_unknown()}) {where}"
+                self.reason = f"{_why_unknown(solver, self.options, self.deadline)} {where}"
                 dumped = _dump(self.options, solver, f"{self.name}-{self.queries}")
                 if dumped:
                     self.reason += f"; query written to {dumped}"
