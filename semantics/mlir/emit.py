@@ -1,7 +1,9 @@
 """`sync --emit mlir`: a synchronized imported program back in MLIR (generic form).
 
 The case's MLIR is re-parsed and edited in place:
-- every `snax.cluster_sync_op` of the input is removed, and one is inserted for each
+- every `snax.cluster_sync_op` of the input (and `func.call @snax_cluster_hw_barrier`,
+  the barrier after snax-to-func), `syncproof.wait` and `syncproof.signal` is removed,
+  and a `snax.cluster_sync_op` is inserted for each
   `barrier` of the synchronized program, right before the MLIR op of the statement
   that follows it (or at the end of its block, before the terminator);
 - every wait becomes, right before its op,
@@ -166,7 +168,7 @@ def emit(imported: Imported, synced: Program) -> str:
     fresh = dict(zip(imported.module.walk(), module.walk()))
     ops = {key: fresh[op] for key, op in imported.anchors.items()}
     for op in list(module.walk()):
-        if op_name(op) in (BARRIER, WAIT, SIGNAL):  # the input's synchronization, replaced
+        if op_name(op) in (BARRIER, WAIT, SIGNAL) or _barrier_call(op):  # the input's synchronization, replaced
             op.parent_block().erase_op(op)
     waited = {w.engine for s in _all_ops(synced.body) for w in s.waits}
     signalled: set = set()
@@ -219,6 +221,13 @@ def emit(imported: Imported, synced: Program) -> str:
     out = io.StringIO()
     Printer(stream=out, print_generic_format=True).print_op(module)
     return out.getvalue() + "\n"
+
+
+def _barrier_call(op) -> bool:
+    """`func.call @snax_cluster_hw_barrier` (a barrier after snax-to-func)."""
+    from semantics.mlir.parse import prop
+
+    return op_name(op) == "func.call" and "snax_cluster_hw_barrier" in str(prop(op, "callee"))
 
 
 def _last_signal(op):

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 
 from semantics.errors import KernelError
-from semantics.ir import Expr, Iters, Op, Var, Wait, map_expr, walk_expr, walk_stmts
+from semantics.ir import BinOp, Const, Expr, Iters, Op, Var, Wait, map_expr, walk_expr, walk_stmts
 from semantics.mlir.parse import op_name
-from semantics.simplify import simplify
+from semantics.simplify import linear, simplify
 
 WAIT, SIGNAL, LOOP_ATTR = "syncproof.wait", "syncproof.signal", "syncproof.loop"
 _WORDS = frozenset({"if", "then", "else", "and", "or", "not", "min", "max", "iters"})
@@ -64,6 +64,7 @@ class WaitReader:
         self.values, self.params, self.error = values, params, error  # params: () -> known parameter names
         self.pending: list = []  # syncproof.wait ops not yet given to an op
         self.loops: dict[str, str] = {}  # syncproof.loop name -> the loop's kernel variable
+        self.loop_vars: list[str] = []  # every scf.for's kernel variable so far
         self.open: tuple = ()  # (op, cores) whose signals may follow now
         self.signalled: set = set()  # cores that signalled after `open`'s op
         self.unsignalled: dict[str, object] = {}  # core -> its first op without a signal
@@ -85,6 +86,7 @@ class WaitReader:
         return False
 
     def loop(self, op, var: str) -> None:
+        self.loop_vars.append(var)
         marked = op.attributes.get(LOOP_ATTR)
         if marked is not None:
             self.loops[str(marked.data)] = var
@@ -143,7 +145,17 @@ class WaitReader:
                     return Iters(self.loops[loop])
             return node
 
-        return simplify(map_expr(expr, substitute))
+        return simplify(map_expr(map_expr(expr, substitute), self._trip_index))
+
+    def _trip_index(self, node):
+        """`(iv - lo) // step` over a loop with a runtime step, the induction value
+        substituted (`lo + t * step`), is the trip index `t`: scf.for steps are positive
+        (the importer assumes it too), so the quotient is exact."""
+        if isinstance(node, BinOp) and node.op == "//" and not isinstance(node.right, Const):
+            for var in self.loop_vars:
+                if not any(linear(BinOp("-", node.left, BinOp("*", node.right, Var(var)))).values()):
+                    return Var(var)
+        return node
 
     def _close(self) -> None:
         if self.open:
