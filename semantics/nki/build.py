@@ -6,8 +6,8 @@ Per buffer (its accesses are the allocation's loop variables, then one range per
 windowed dimension):
 1. a whole access, or one with fewer windowed dimensions, gets the full range
    `0..DIM` of each missing dimension;
-2. a dimension where every access has the same range (most often: the whole
-   dimension) is dropped: it separates nothing;
+2. a dimension where every access has the same range over parameters only (most
+   often: the whole dimension) is dropped: it separates nothing;
 3. a dimension whose bounds are all multiples of g (every coefficient and constant of
    their linear forms) is divided by g: two ranges with bounds in gZ intersect exactly
    when their quotients do (a 128-row tile `k * 128..k * 128 + 128` becomes `k`);
@@ -21,7 +21,7 @@ from fractions import Fraction
 
 import attrs
 
-from semantics.ir import Access, Const, Range, map_ops, ops
+from semantics.ir import Access, Const, For, Range, Var, map_ops, ops, walk_expr, walk_stmts
 from semantics.simplify import expr as lin_expr
 from semantics.simplify import linear, simplify
 
@@ -33,7 +33,8 @@ def normalize(body: tuple, tensors: dict, dim_of) -> tuple:
     for op in ops_of(body):
         for acc in op.reads + op.writes:
             accesses.setdefault(acc.buffer, []).append(acc)
-    plans = {name: _plan(tensors[name], accs, dim_of) for name, accs in accesses.items()}
+    loop_vars = {s.var for s in walk_stmts(body) if isinstance(s, For)}
+    plans = {name: _plan(tensors[name], accs, dim_of, loop_vars) for name, accs in accesses.items()}
 
     def fix(op):
         return attrs.evolve(op, reads=tuple(plans[a.buffer](a) for a in op.reads),
@@ -48,14 +49,15 @@ def ops_of(body: tuple) -> list:
     return ops(Program(engines=(), params=(), body=body))
 
 
-def _plan(tensor, accs: list, dim_of):
+def _plan(tensor, accs: list, dim_of, loop_vars: set):
     k = len(tensor.loops)
     rank = max(len(a.indices) - k for a in accs)
     if isinstance(tensor.shape, tuple) and rank:
         rank = max(rank, len(tensor.shape))
     full = [Range(Const(0), _expr(dim_of(tensor, d))) for d in range(rank)]
     filled = [a.indices[k:] + tuple(full[len(a.indices) - k:]) for a in accs]
-    keep = [d for d in range(rank) if not all(_same(row[d], filled[0][d]) for row in filled)]
+    keep = [d for d in range(rank)
+            if not all(_same(row[d], filled[0][d]) for row in filled) or _names(filled[0][d]) & loop_vars]
     scale = {d: _gcd(row[d] for row in filled) for d in keep}
 
     def rebuild(acc: Access) -> Access:
@@ -66,6 +68,10 @@ def _plan(tensor, accs: list, dim_of):
         return attrs.evolve(acc, indices=tuple(out))
 
     return rebuild
+
+
+def _names(r: Range) -> set:
+    return {n.name for e in (r.lo, r.hi) if e is not None for n in walk_expr(e) if isinstance(n, Var)}
 
 
 def _expr(value):

@@ -23,7 +23,7 @@ _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", 
 _PYCMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
           ast.Gt: operator.gt, ast.GtE: operator.ge}
 TILE = (v.Tensor, v.View, v.Pending)
-BUILTINS = {"range", "min", "max", "len", "int", "float", "abs", "print", "isinstance", "tuple", "list"}
+BUILTINS = {"range", "min", "max", "len", "int", "float", "abs", "print", "tuple", "list", "getattr"}
 
 
 class CondVal:
@@ -41,11 +41,14 @@ class ExprMixin:
     def ev(self, node):
         match node:
             case ast.Constant(value=value):
-                return v.Opaque("str") if isinstance(value, (str, bytes)) else value
+                return value
             case ast.Name(id=name):
                 return self.lookup(name, node)
             case ast.Attribute():
-                return self.attribute(self.ev(node.value), node.attr, node)
+                base = self.ev(node.value)
+                if isinstance(base, v.Pending):
+                    base = self.materialize(base, None, node)
+                return self.attribute(base, node.attr, node)
             case ast.Subscript():
                 return self.subscript(node)
             case ast.BinOp():
@@ -91,14 +94,21 @@ class ExprMixin:
             return self.compute(OPERATORS[kind.__name__], [a, b], {}, node, result_used=True)
         if isinstance(a, v.Interval) or isinstance(b, v.Interval):
             return self.interval_op(kind, a, b, node)
+        if kind in (ast.BitAnd, ast.BitOr) and all(isinstance(x, (bool, CondVal)) for x in (a, b)):
+            if kind is ast.BitAnd:
+                return self.conjoin(a, b, node)
+            if isinstance(a, bool) or isinstance(b, bool):
+                static, other = (a, b) if isinstance(a, bool) else (b, a)
+                return True if static else other
+            return CondVal(Or(a.cond, b.cond))
         if isinstance(a, (v.Opaque, CondVal)) or isinstance(b, (v.Opaque, CondVal)):
             return v.Opaque("mask" if kind in (ast.BitAnd, ast.BitOr) else "number")
         if isinstance(a, tuple) and isinstance(b, tuple) and kind is ast.Add:
             return a + b
         if v.is_int(a) and v.is_int(b) and (isinstance(a, v.Sym) or isinstance(b, v.Sym)):
             if kind in _ARITH:
-                if kind in (ast.FloorDiv, ast.Mod) and not (isinstance(b, int) and b > 0):
-                    self.unsupported(node, "division of a shape by a non-constant")
+                if kind in (ast.FloorDiv, ast.Mod) and isinstance(b, int) and b <= 0:
+                    self.unsupported(node, "division of a shape by a constant below 1")
                 if kind is ast.FloorDiv:
                     self.divided(a, b)
                 return v.arith(_ARITH[kind], a, b)
@@ -220,8 +230,10 @@ class ExprMixin:
         """A static truth value, or a CondVal; data is refused."""
         if isinstance(value, CondVal):
             return value
-        if isinstance(value, TILE) or isinstance(value, (v.Opaque, v.Interval)):
+        if isinstance(value, TILE) or isinstance(value, v.Interval):
             self.unsupported(node, "control flow that depends on data")
+        if isinstance(value, v.Opaque):
+            self.unsupported(node, f"a condition on a value not known statically ({value.what})")
         if isinstance(value, v.Sym):
             return CondVal(Compare("!=", value.expr, v.to_expr(0)))
         return bool(value)

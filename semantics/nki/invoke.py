@@ -188,6 +188,9 @@ class CallMixin:
                 return self.spmd(name, args, node)
         if name in ITERATORS:
             return self.unsupported(node, f"{name} outside a for loop")
+        if (name.split(".")[0] in ("np", "math") or name in ("getattr", "nl.program_ndim")) \
+                and not any(isinstance(a, TILE) for a in list(args) + list(kwargs.values())):
+            return v.Opaque(name)  # host-side arithmetic and dtypes: no instruction
         return self.unsupported(node, name)
 
     def floor(self, frac: v.Frac):

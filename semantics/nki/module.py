@@ -83,6 +83,9 @@ def read_module(tree: ast.Module, reader_factory) -> tuple[dict, dict, list]:
                 functions[node.name] = node
                 if any(decorator_is_nki(d, env) for d in node.decorator_list):
                     kernels.append(node)
+            case ast.ClassDef(decorator_list=decorators) if any(
+                    "dataclass" in ast.unparse(d) for d in decorators):
+                functions[node.name] = node  # a configuration record: calling it builds one
             case ast.Assign(targets=[ast.Name(id=name)], value=value):
                 try:
                     env[name] = reader_factory(env, functions).ev(value)

@@ -37,6 +37,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
         self.functions = functions
         self.env: dict = {}
         self.inline_depth = 0
+        self.dyn_base = 0  # loops and shape-dependent ifs around the function being read
 
     def fail(self, node, message: str):
         raise KernelError(message, loc_of(node), self.s.filename)
@@ -81,7 +82,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
             case ast.Assert(test=test):
                 self.assertion(test)
             case ast.Return(value=value):
-                if self.s.dynamic:
+                if self.s.dynamic > self.dyn_base:
                     self.unsupported(node, "return inside a loop or a shape-dependent if")
                 return None if value is None else self.ev(value)
             case ast.FunctionDef():
@@ -243,17 +244,36 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
 
     # ------------------------------------------------------------------ functions
 
+    def record(self, cls, args, kwargs, node) -> v.Record:
+        fields = [(s.target.id, s.value) for s in cls.body
+                  if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        if len(args) > len(fields):
+            self.fail(node, f"too many arguments for '{cls.name}'")
+        values = {}
+        for n, (name, default) in enumerate(fields):
+            if n < len(args):
+                values[name] = args[n]
+            elif name in kwargs:
+                values[name] = kwargs[name]
+            elif default is not None:
+                values[name] = self.ev(default)
+            else:
+                self.fail(node, f"missing field '{name}' for '{cls.name}'")
+        return v.Record(cls.name, tuple(values.items()))
+
     def inline(self, name: str, args, kwargs, node):
         func = self.functions[name]
+        if isinstance(func, ast.ClassDef):
+            return self.record(func, args, kwargs, node)
         if self.inline_depth >= _MAX_INLINE:
             self.unsupported(node, f"recursion in '{name}'")
         env = self.bind_args(func, args, kwargs, node)
-        saved = self.env
-        self.env, self.inline_depth = env, self.inline_depth + 1
+        saved = self.env, self.dyn_base
+        self.env, self.dyn_base, self.inline_depth = env, self.s.dynamic, self.inline_depth + 1
         try:
             result = self.block(func.body)
         finally:
-            self.env, self.inline_depth = saved, self.inline_depth - 1
+            (self.env, self.dyn_base), self.inline_depth = saved, self.inline_depth - 1
         return None if result is _NORET else result
 
     def bind_args(self, func, args, kwargs, node) -> dict:

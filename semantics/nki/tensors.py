@@ -46,7 +46,7 @@ class TensorMixin:
                 if attr == "engine":
                     return v.Module("nisa.engine")
                 for key, engine in ENGINE_ARGS.items():
-                    if attr in (f"{key}_engine", key):
+                    if attr == f"{key}_engine":
                         return v.Opaque("engine:" + engine)
                 if attr in ("unknown_engine",):
                     return v.Opaque("engine:")
@@ -82,6 +82,10 @@ class TensorMixin:
                 return items[index]
             case v.Opaque():
                 return v.Opaque(f"{obj.what}.{attr}")
+            case v.Record():
+                if attr not in dict(obj.fields):
+                    self.unsupported(node, f"field '.{attr}' of {obj.cls}")
+                return obj.get(attr)
         return self.unsupported(node, f"attribute '.{attr}'")
 
     def full_rank(self, tensor, n: int) -> bool:
@@ -191,13 +195,14 @@ class TensorMixin:
         return ParamInfo(name, 1, 2, note)
 
     def divided(self, value, divisor) -> None:
-        """The first reading notes each shape parameter divided by a constant."""
+        """The first reading notes each shape parameter divided by a constant: one that
+        is a term of the dividend's linear form (`(S + 127) // 128`, not `(S // 128) // 2`)."""
         if self.s.first_pass and isinstance(value, v.Sym) and isinstance(divisor, int) and divisor > 1:
-            from semantics.ir import walk_expr
+            from semantics.simplify import linear
 
-            for node in walk_expr(value.expr):
-                if isinstance(node, Var) and node.name in self.s.bases:
-                    self.s.plan.divisors.setdefault(node.name, set()).add(divisor)
+            for mono in linear(value.expr):
+                if mono and len(mono) == 1 and isinstance(mono[0], Var) and mono[0].name in self.s.bases:
+                    self.s.plan.divisors.setdefault(mono[0].name, set()).add(divisor)
 
     # ------------------------------------------------------------------ accesses
 

@@ -157,6 +157,17 @@ class Bound:
 
 
 @attrs.frozen
+class Record:
+    """An instance of a dataclass of the file (a kernel's configuration): its fields."""
+
+    cls: str
+    fields: tuple  # (name, value) pairs
+
+    def get(self, name: str, default=None):
+        return dict(self.fields).get(name, default)
+
+
+@attrs.frozen
 class Opaque:
     """A value the reading carries without looking inside (dtypes, memory kinds,
     engines, activation functions, floats)."""
