@@ -73,6 +73,8 @@ class WaitReader:
     def take(self, op) -> bool:
         """Consume a syncproof op (True), or close the signal window of the op before."""
         name = op_name(op)
+        if name in (WAIT, SIGNAL):
+            self._verify(op)
         if name == WAIT:
             self.pending.append(op)
             return True
@@ -84,6 +86,15 @@ class WaitReader:
             return True
         self._close()
         return False
+
+    def _verify(self, op) -> None:
+        """The dialect's verifier (semantics/mlir/dialect.py), as a KernelError at the op."""
+        from xdsl.utils.exceptions import VerifyException
+
+        try:
+            op.verify()
+        except VerifyException as err:
+            self.error(f"{op_name(op)}: {err}", op)
 
     def loop(self, op, var: str) -> None:
         self.loop_vars.append(var)

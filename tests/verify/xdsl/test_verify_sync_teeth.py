@@ -34,11 +34,11 @@ def test_dropping_any_one_wait_fails_verify_sync_with_a_trace(name, tmp_path):
     waits = synced.count('"syncproof.wait"')
     assert waits >= 1
     for index in range(waits):
-        broken = run_opt(text, f"{INSERT},test-drop-wait{{index={index}}}", tmp_path)
+        broken = run_opt(synced, f"test-drop-wait{{index={index}}}", tmp_path)
         explicit = verify(program_of(broken), VerifyOptions(strategy="manual", scope="bounded", engine="explicit"))
         assert explicit.verdict == Verdict.UNSOUND, (index, explicit.verdict)
         with pytest.raises(SyncCheckFailed) as caught:
-            run_opt(text, f"{INSERT},test-drop-wait{{index={index}}},syncproof-verify-sync", tmp_path)
+            run_opt(synced, f"test-drop-wait{{index={index}}},syncproof-verify-sync", tmp_path)
         assert caught.value.verdict == "unsound"
         message = str(caught.value)
         assert "shortest trace to the unsound state" in message and "issued before its producer" in message
