@@ -20,6 +20,7 @@ from verify import api
 from verify.cli import lean as cli_lean
 from verify.cli.args import check_strategy, positive_seconds, strategy_help
 from verify.cli import mlir as cli_mlir
+from verify.cli import nki as cli_nki
 from verify.cli import prove as cli_prove
 from verify.cli import search as cli_search
 from verify.cli import timing as cli_timing
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_timing.add_parsers(sub)
     cli_lean.add_parsers(sub)
     cli_mlir.add_parsers(sub)
+    cli_nki.add_parsers(sub)  # also --nki-engine on every command that reads a kernel
 
     return parser
 
@@ -246,6 +248,7 @@ _COMMANDS = {
     "simulate": cli_timing.cmd_simulate, "bench": cli_timing.cmd_bench,
     "search": cli_search.cmd_search, "mutate": cli_search.cmd_mutate,
     "lean": cli_lean.cmd_lean, "import-mlir": cli_mlir.cmd_import,
+    "import-nki": cli_nki.cmd_import,
 }
 
 
@@ -255,7 +258,8 @@ def _main(argv: list[str] | None) -> int:
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        return _COMMANDS[args.command](args)
+        with cli_nki.engines_in_force(args):
+            return _COMMANDS[args.command](args)
     except InternalError as err:
         print(f"syncproof: internal error (a bug in syncproof): {err}", file=sys.stderr)
         return EXIT_UNKNOWN
