@@ -22,7 +22,8 @@ from semantics.nki.state import loc_of
 from semantics.nki.tensors import ITERATORS, MEMORY
 
 _SKIP_KW = {"mask", "dtype", "name", "engine", "op", "op0", "op1", "reduce_op", "axis", "keepdims",
-            "transpose_x", "reduce_res", "accumulate"}
+            "transpose_x", "accumulate"} | {"reduce_res"}
+OUTPUT_KW = ("reduce_res",)  # keyword arguments an instruction writes besides its result
 
 
 class CallMixin:
@@ -68,7 +69,8 @@ class CallMixin:
         if dst_view is not None and name == "nisa.nc_matmul" and kwargs.get("accumulate", True) is not False:
             reads = reads + (dst_view,)
         engine = self.engine_of(name, kwargs, dst_view, node)
-        pending = v.Pending(name, engine, reads, loc_of(node), CALLS[name].memory)
+        extra = tuple(self.as_view(kwargs[k], node) for k in OUTPUT_KW if isinstance(kwargs.get(k), TILE))
+        pending = v.Pending(name, engine, reads, loc_of(node), CALLS[name].memory, extra)
         if dst_view is not None:
             self.emit_op(pending, dst_view, node)
             return None
@@ -107,9 +109,10 @@ class CallMixin:
         write = self.access(dst, node)
         if accumulate:
             reads = reads + (write,)
+        writes = (write,) + tuple(self.access(w, node) for w in pending.also_writes)
         short = pending.call.split(".")[-1]
         op_name = self.s.fresh(f"{short}_L{pending.loc.line}")
-        self.s.emit(Op(pending.engine, op_name, reads, (write,), loc=pending.loc, name_loc=pending.loc))
+        self.s.emit(Op(pending.engine, op_name, reads, writes, loc=pending.loc, name_loc=pending.loc))
 
     # ------------------------------------------------------------------ allocation
 

@@ -120,6 +120,7 @@ class Pending:
     reads: tuple
     loc: Loc
     memory: str = "sbuf"
+    also_writes: tuple = ()  # Views written besides the destination (`reduce_res=`)
 
 
 @attrs.frozen
