@@ -27,7 +27,7 @@ from semantics.nki.calls import ENGINE_ORDER
 from semantics.nki.module import read_module
 from semantics.nki.reader import Reader
 from semantics.nki.state import Plan, State, loc_of
-from semantics.validate import validate
+from semantics.validate import KEYWORDS, validate
 
 
 @attrs.frozen
@@ -123,7 +123,8 @@ def _program(func, state: State, reader: Reader) -> Program:
     params = tuple(Param(p.name, p.default, lower=p.lower) for p in state.params.values() if p.name in named)
     engines = tuple(e for e in ENGINE_ORDER if e in state.engines) + \
         tuple(e for e in state.engines if e not in ENGINE_ORDER)
-    program = Program(engines, params, body, name=func.name, loc=loc_of(func), name_loc=loc_of(func))
+    name = func.name + "_" if func.name in KEYWORDS else func.name
+    program = Program(engines, params, body, name=name, loc=loc_of(func), name_loc=loc_of(func))
     try:
         validate(program)
     except KernelError as err:

@@ -183,7 +183,6 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
         if step == 1:
             lo, hi, value = start, stop, v.var(var)
         else:
-            self.divided(v.arith("-", stop, start), step)
             lo, hi = 0, v.arith("//", v.arith("+", v.arith("-", stop, start), step - 1), step)
             value = v.arith("+", start, v.arith("*", v.var(var), step))
         self.env[node.target.id] = value

@@ -143,12 +143,19 @@ class TensorMixin:
             return base  # a window of a window: the outer window (a superset)
         if tensor.shape is None:
             return v.View(tensor)
+        index = tuple(item for item in index if item is not None)
+        if Ellipsis in index:
+            at = index.index(Ellipsis)
+            rest = index[at + 1:]
+            if not rest:
+                index = index[:at]
+            elif isinstance(tensor.shape, tuple) and Ellipsis not in rest and len(tensor.shape) >= len(index) - 1:
+                fill = len(tensor.shape) - (len(index) - 1)
+                index = index[:at] + (("slice", ast.Slice()),) * fill + rest
+            else:
+                return v.View(tensor)  # an Ellipsis the reading cannot place: the whole tensor
         window = []
-        for n, item in enumerate(index):
-            if item is Ellipsis:
-                break
-            if item is None:
-                continue
+        for item in index:
             dim = self.dim_of(tensor, len(window))
             match item:
                 case ("slice", node_):
