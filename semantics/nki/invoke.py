@@ -40,6 +40,8 @@ class CallMixin:
     def apply(self, func, args, kwargs, node, result_used: bool):
         if isinstance(func, v.Bound):
             return v.View(func.tensor)
+        if isinstance(func, v.Opaque):
+            return self.unsupported(node, func.what)  # nl.foo, nisa.bar: not a call the importer knows
         if not isinstance(func, v.Func):
             return self.unsupported(node, "a call of a non-function")
         name = func.name
