@@ -16,7 +16,7 @@ import re
 
 from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
-    Op, Or, Program, Stmt, Var, Wait, fold_expr,
+    Op, Or, Program, Range, Stmt, Var, Wait, fold_expr,
 )
 
 INDENT = "  "
@@ -138,9 +138,21 @@ def lean_list(items: list[str]) -> str:
     return "[" + ", ".join(items) + "]"
 
 
+def lean_index(node) -> str:
+    """An `Index`: `.elem e` for one value, `.range lo hi` for a range `lo..hi`.
+
+    >>> lean_index(Range(Const(0), Var("K")))
+    '.range (.const 0) (.var "K")'
+    """
+    match node:
+        case Range(lo=lo, hi=hi):
+            return f".range {_atom(lo)} {_atom(hi)}"
+    return f".elem {_atom(node)}"
+
+
 def lean_access(node: Access) -> str:
     """An `Access` as an anonymous constructor: ⟨buffer, indices⟩."""
-    return f"⟨{lean_string(node.buffer)}, {lean_list([lean_expr(i) for i in node.indices])}⟩"
+    return f"⟨{lean_string(node.buffer)}, {lean_list([lean_index(i) for i in node.indices])}⟩"
 
 
 def lean_wait(node: Wait) -> str:
@@ -155,10 +167,14 @@ def lean_op(node: Op) -> str:
         fields.append(f"reads := {lean_list([lean_access(a) for a in node.reads])}")
     if node.writes:
         fields.append(f"writes := {lean_list([lean_access(a) for a in node.writes])}")
-    if node.lat != 1:
-        fields.append(f"lat := {node.lat}")
+    if node.lat != 1:  # an int literal, or an expression (timing only)
+        fields.append(f"lat := {lean_expr(Const(node.lat) if isinstance(node.lat, int) else node.lat)}")
     if node.waits:
         fields.append(f"waits := {lean_list([lean_wait(w) for w in node.waits])}")
+    if node.queue is not None:
+        fields.append(f"via := some {lean_string(node.queue)}")
+    if node.replica is not None:
+        fields.append(f"replica := some {lean_string(node.replica)}")
     return ".op { " + ", ".join(fields) + " }"
 
 
@@ -205,12 +221,17 @@ def lean_block(body: tuple[Stmt, ...], depth: int = 0) -> str:
 
 
 def lean_program(program: Program, name: str, ident: str) -> str:
-    """`def <ident> : Program := { ... }`."""
+    """`def <ident> : Program := { ... }`: engines (then queues), each queue's increment,
+    each parameter's lower bound, the body."""
     lines = [
         f"def {ident} : Program :=",
         f"  {{ name := {lean_string(name)},",
         f"    engines := {lean_list([lean_string(e) for e in program.engines])},",
-        f"    params := {lean_list([lean_string(p.name) for p in program.params])},",
+    ]
+    if program.queues:
+        lines.append(f"    queues := {lean_list([f'({lean_string(q.name)}, {q.increment})' for q in program.queues])},")
+    lines += [
+        f"    params := {lean_list([f'({lean_string(p.name)}, {p.lower})' for p in program.params])},",
         f"    body := {lean_block(program.body, 2)} }}",
     ]
     return "\n".join(lines)

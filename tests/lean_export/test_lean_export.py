@@ -3,7 +3,8 @@
 No Lean toolchain can be installed here, so the gates are: golden files for the whole
 export of every corpus kernel, exact-text printer tests, a structural check of every
 emitted file (balanced brackets and comments, every name used is defined in the
-package or in the list of core Lean names below), determinism, and the command line.
+package or in the list of core Lean names below), determinism, and the command line;
+the mirror of the Lean definitions is the semantic gate (test_lean_mirror.py).
 When `lake` is on PATH, one export is built and any error other than the marked
 `sorry`s fails the test; otherwise that test is skipped with the reason.
 
@@ -22,28 +23,28 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import lean_export.printer as printer
 import syncproof
-from algorithm.registry import get_strategy
 from lean_export.export import LIBRARY_MODULES, export_files
 from verify.api.lean import plan_instances
 from semantics.ir import (
-    Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or,
-    Program, Var, Wait,
+    Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Param,
+    Program, Queue, Range, Var, Wait, ops,
 )
 from semantics.parser import parse, parse_file
 from verify.cli.main import main
-from verify.search.generators import programs, valuations
 
-from tests.support.budget import scaled
+from tests.lean_export.lean_machines import check as lean_check
+from tests.lean_export.lean_terms import read_module
+
 from tests.support.corpus import DATA_DIR, ROOT
 
-KERNELS = sorted((ROOT / "kernels").glob("*.sync")) + sorted((ROOT / "kernels" / "bugs").glob("*.sync"))
-# The Lean export refuses DMA queues (tests/lean_export/test_lean_refusals.py).
-KERNELS = [p for p in KERNELS if not parse_file(str(p)).queues]
+# The corpus, its bugs, and the suite kernels that export in about a second (range
+# accesses, latency expressions); replica groups: a threshold case.
+KERNELS = (sorted((ROOT / "kernels").glob("*.sync")) + sorted((ROOT / "kernels" / "bugs").glob("*.sync"))
+           + [ROOT / "kernels" / "suite" / f"{name}.sync" for name in ("layernorm", "paged_decode_attention", "rmsnorm")]
+           + [DATA_DIR / "lean_cases" / "replica_ranges.sync"])
 GOLDEN = DATA_DIR / "lean_golden"
 UPDATE = os.environ.get("SYNCPROOF_UPDATE_GOLDEN") == "1"
 SHARED = "_shared"  # files that are the same for every kernel (library, lakefile, toolchain)
@@ -65,13 +66,20 @@ if N > 1 {
 """
 
 
-def _export(path: Path, strategy: str = "manual") -> dict[str, str]:
-    return export_files(parse_file(str(path)), path.name, strategy, 2, planner=plan_instances)
+def _export(path: Path, strategy: str | None = None) -> dict[str, str]:
+    """Hand-synchronized kernels (any wait or barrier) as written, others through `threshold`."""
+    program = parse_file(str(path))
+    synced = any(op.waits for op in ops(program)) or "barrier" in path.read_text()
+    return export_files(program, path.name, strategy or ("manual" if synced else "threshold"), 2,
+                        planner=plan_instances)
 
 
 def _golden_cases():
-    cases = [(path.relative_to(ROOT / "kernels").with_suffix("").as_posix(), path) for path in KERNELS]
-    return cases
+    def case(path):
+        base = ROOT / "kernels" if path.is_relative_to(ROOT / "kernels") else DATA_DIR
+        return path.relative_to(base).with_suffix("").as_posix()
+
+    return [(case(path), path) for path in KERNELS]
 
 
 def _compare(expected_dir: Path, files: dict[str, str]) -> None:
@@ -113,12 +121,9 @@ def test_golden_threshold_export(tmp_path):
     _compare(GOLDEN / "threshold_tiny_pipe", own)
     text = own["Kernels/TinyPipe.lean"]
     assert "waits := [" in text and ".iters" in text and "theorem tinyPipe_bisim :" in text
-    from tests.support import lean_mirror
-
-    synced = get_strategy("threshold")(parse(THRESHOLD_KERNEL)).program
-    plan = plan_instances(synced, 2)
-    assert plan.proved and plan.failing is None
-    assert all(lean_mirror.check(synced, list(v)) for v in plan.proved)
+    module = read_module(text)
+    assert module.claims and all(c.expected for c in module.claims)
+    assert all(lean_check(module.programs["tinyPipe"], c.valuation) for c in module.claims)
 
 
 def test_export_is_deterministic():
@@ -163,14 +168,18 @@ def test_print_expr(node, text):
 
 def test_print_access_wait_op():
     assert printer.lean_access(Access("a", (BinOp("%", Var("i"), Const(2)),))) == \
-        '⟨"a", [.fmod (.var "i") (.const 2)]⟩'
+        '⟨"a", [.elem (.fmod (.var "i") (.const 2))]⟩'
+    assert printer.lean_access(Access("x", (Var("r"), Range(Const(0), Var("C"))))) == \
+        '⟨"x", [.elem (.var "r"), .range (.const 0) (.var "C")]⟩'
     assert printer.lean_access(Access("total")) == '⟨"total", []⟩'
     assert printer.lean_wait(Wait("PE", BinOp("+", Var("i"), Const(1)))) == '⟨"PE", .add (.var "i") (.const 1)⟩'
     assert printer.lean_op(Op("PE", "mm", reads=(Access("a"),), writes=(Access("o"),), lat=256,
                               waits=(Wait("LD", Const(1)),))) == \
-        '.op { engine := "PE", name := "mm", reads := [⟨"a", []⟩], writes := [⟨"o", []⟩], lat := 256, ' \
+        '.op { engine := "PE", name := "mm", reads := [⟨"a", []⟩], writes := [⟨"o", []⟩], lat := .const 256, ' \
         'waits := [⟨"LD", .const 1⟩] }'
     assert printer.lean_op(Op("LD", "load")) == '.op { engine := "LD", name := "load" }'
+    assert printer.lean_op(Op("SP", "ld", lat=BinOp("*", Const(2), Var("N")), queue="q0", replica="g")) == \
+        '.op { engine := "SP", name := "ld", lat := .mul (.const 2) (.var "N"), via := some "q0", replica := some "g" }'
 
 
 def test_print_statements():
@@ -200,6 +209,9 @@ def test_print_program_and_names():
         '    body := (block [\n'
         '      .op { engine := "A", name := "x" }\n'
         '    ]) }')
+    queued = Program(("A", "q"), (Param("K", lower=1),), (Op("A", "x", queue="q"),), queues=(Queue("q", 16),))
+    assert printer.lean_program(queued, "k", "k").splitlines()[2:5] == [
+        '    engines := ["A", "q"],', '    queues := [("q", 16)],', '    params := [("K", 1)],']
     assert printer.camel_name("matmul_db") == "matmulDb"
     assert printer.camel_name("theorem") == "«theorem»"
     assert printer.module_name("six_engine_block") == "SixEngineBlock"
@@ -238,7 +250,7 @@ CORE_NAMES = frozenset("""
 """.split())
 # Methods used through generalized field notation (`xs.map f`, `o.isSome`).
 CORE_METHODS = frozenset("""
-    map all any foldl filterMap length take drop isSome toNat range 1 2
+    map all any foldl filterMap length take drop isSome isNone toNat range 1 2
 """.split())
 # Lean keywords, tactic names and attributes the files contain.
 LEAN_SYNTAX = frozenset("""
@@ -425,48 +437,3 @@ def test_lake_build(tmp_path):
     warnings = [line for line in log.splitlines() if "warning" in line.lower()]
     unexpected = [w for w in warnings if "declaration uses 'sorry'" not in w and "unused variable" not in w]
     assert not unexpected, log
-
-
-# ------------------------------------------- the claims, replayed on the Lean text
-
-
-@pytest.mark.parametrize("path", KERNELS, ids=[p.stem for p in KERNELS])
-def test_native_decide_claims_hold_in_the_lean_definitions(path):
-    """Every `check p v = true/false := by native_decide` the export emits is what the
-    Lean checker computes, replayed by tests/support/lean_mirror.py (a transliteration of the
-    Lean library's executable definitions)."""
-    from tests.support import lean_mirror
-
-    program = parse_file(str(path))
-    plan = plan_instances(program, 2)
-    for valuation in plan.proved:
-        assert lean_mirror.check(program, list(valuation)), f"{path.name}: {valuation} claimed true"
-    if plan.failing is not None and plan.failing_small:
-        assert not lean_mirror.check(program, list(plan.failing)), f"{path.name}: {plan.failing} claimed false"
-
-
-def _python_verdict_bisimilar(program, values) -> bool | None:
-    from semantics.errors import EvalError
-    from semantics.sequential import unroll
-    from verify.engines.explicit import explore
-    from verify.verdicts import Verdict
-
-    try:
-        unrolled = unroll(program, values)
-    except EvalError:
-        return None
-    return explore(unrolled).verdict == Verdict.BISIMILAR
-
-
-@scaled(2 / 3)  # 40 in the ci profile
-@given(st.one_of(programs(synced=True), programs(synced=True, engines=(2, 3))), st.data())
-def test_lean_checker_agrees_with_the_explicit_engine(program, data):
-    """The Lean checker's definitions (through tests/support/lean_mirror.py) give the same
-    answer as verify/engines/explicit.py on random synchronized programs (barriers included)."""
-    from tests.support import lean_mirror
-
-    values = data.draw(valuations(program, 2))
-    expected = _python_verdict_bisimilar(program, values)
-    valuation = [(p.name, values[p.name]) for p in program.params]
-    got = lean_mirror.check(program, valuation)
-    assert got == bool(expected), f"{valuation}: python says {expected}, Lean definitions say {got}"

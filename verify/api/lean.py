@@ -19,6 +19,7 @@ from semantics.ir import Program
 from semantics.machines import describe_label
 from semantics.sequential import UnrollLimit, unroll, valuation_text
 from verify.engines.explicit import explore, valuations
+from verify.engines.witness import range_check
 from verify.verdicts import CheckOptions, Verdict
 
 
@@ -39,7 +40,8 @@ def plan_instances(program: Program, max_param: int) -> Plan:
             unrolled = unroll(program, values, limit=MAX_STATES)
         except (EvalError, UnrollLimit):
             continue  # not a valid valuation for this kernel (or too large): no claim
-        result = explore(unrolled, options)
+        # a semaphore or threshold outside the signed 32-bit range is unsound (as `check`)
+        result = range_check(unrolled) or explore(unrolled, options)
         if result.verdict == Verdict.BISIMILAR:
             if result.states <= MAX_INSTANCE_STATES:
                 bisimilar.append(valuation)

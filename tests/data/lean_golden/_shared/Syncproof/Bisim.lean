@@ -37,6 +37,12 @@ meets no run-time error (division by zero, unknown name). -/
 def ValidValuation (p : Program) (v : Valuation) : Prop :=
   (unroll p v).ok = true
 
+/-- No semaphore value and no wait threshold of the valuation leaves the signed 32-bit
+range: where the 32-bit hardware agrees with the unbounded counters above (the
+all-values proof's statement, docs/proofs.md "The 32-bit range"). -/
+def InInt32Range (p : Program) (v : Valuation) : Prop :=
+  inInt32Range (unroll p v) = true
+
 /-! ## Minimal thresholds (docs/design.md section 2)
 
 Because an engine completes in order, C[F] ≥ k says exactly that F's first k
@@ -54,12 +60,18 @@ def ExactThresholds (u : Unrolled) : Prop :=
 def barrierFree (u : Unrolled) : Bool :=
   u.streams.all (fun s => s.all (fun it => !decide (it = Item.barrier)))
 
+/-- Every counter steps by one and no op is a DMA op: T_min is then a threshold on
+C[F] itself (with a queue's increment K it would be K * T_min, and a trigger waits for
+its transfer's producers). -/
+def plainCounters (u : Unrolled) : Bool :=
+  u.incs.all (fun k => decide (k = 1)) && u.insts.all (fun i => i.counted && i.trigger.isNone)
+
 /-- Exact thresholds are sufficient for bisimilarity in a barrier-free program (not
 necessary: a wait may be masked by in-order execution, which is why the checked
-property is global). -/
+property is global). Stated for plain counters (`plainCounters`) only. -/
 theorem exactThresholds_bisim (p : Program) (v : Valuation)
     (hvalid : ValidValuation p v) (hfree : barrierFree (unroll p v) = true)
-    (hexact : ExactThresholds (unroll p v)) :
+    (hplain : plainCounters (unroll p v) = true) (hexact : ExactThresholds (unroll p v)) :
     Bisimilar (refLTS p v) (ctrLTS p v) := by
   sorry -- PROOF OBLIGATION: exact T_min waits make the counter machine bisimilar
 

@@ -42,17 +42,18 @@ the counter's positions without barriers), and each engine has at most
 def fuelFor (u : Unrolled) : Nat :=
   u.streams.foldl (fun (acc : Nat) (s : List Item) => acc * (2 * s.length + 1)) 1 + 1
 
-/-- The bounded check for one valuation: `true` when the valuation is valid and the two
-machines enable the same labels in every reachable state. -/
+/-- The bounded check for one valuation: `true` when the valuation is valid, stays in
+the signed 32-bit range, and the two machines enable the same labels in every
+reachable state. -/
 def check (p : Program) (v : Valuation) : Bool :=
   let u := unroll p v
   let start : PState := (refInit u, ctrInit u)
-  u.ok && explore u (needTable u) (fuelFor u) [start] [start]
+  u.ok && inInt32Range u && explore u (needTable u) (fuelFor u) [start] [start]
 
 /-- Soundness of the checker: its `true` answer is a proof of bisimilarity for that
 valuation. (The reachable product states, related pairwise, form the bisimulation.) -/
 theorem check_sound (p : Program) (v : Valuation) (h : check p v = true) :
-    ValidValuation p v ∧ Bisimilar (refLTS p v) (ctrLTS p v) := by
+    ValidValuation p v ∧ InInt32Range p v ∧ Bisimilar (refLTS p v) (ctrLTS p v) := by
   sorry -- PROOF OBLIGATION: soundness of the bounded checker
 
 end Syncproof

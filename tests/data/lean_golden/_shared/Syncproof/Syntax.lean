@@ -38,25 +38,36 @@ inductive Expr where
   | or (a b : Expr)
   | not (a : Expr)
 
+/-- One index of an access (`Index` in `semantics/ir.py`): a single value, or a
+half-open range `lo..hi` of values (every v with lo ≤ v < hi; none when hi ≤ lo). -/
+inductive Index where
+  | elem (e : Expr)
+  | range (lo hi : Expr)
+
 /-- `buffer[i1, i2, ...]` (`Access` in `semantics/ir.py`). -/
 structure Access where
   buffer : String
-  indices : List Expr
+  indices : List Index
 
 /-- `wait ENGINE >= threshold` (`Wait` in `semantics/ir.py`). -/
 structure Wait where
   engine : String
   threshold : Expr
 
-/-- One op line (`Op` in `semantics/ir.py`). Latency is kept for completeness; the
-untimed semantics does not use it. -/
+/-- One op line (`Op` in `semantics/ir.py`). `lat` (cycles, an expression over
+parameters and loop variables) is timing only: the untimed semantics never reads it.
+`via := some Q` makes a DMA op: a trigger on `engine` (the op's waits), then a transfer
+on queue `Q` (the op's accesses), docs/language.md "DMA queues". `replica := some G`:
+one replica of logical op `G`; replicas of one group never conflict (docs/snax.md). -/
 structure Op where
   engine : String
   name : String
   reads : List Access := []
   writes : List Access := []
-  lat : Nat := 1
+  lat : Expr := .const 1
   waits : List Wait := []
+  via : Option String := none
+  replica : Option String := none
 
 /-- Statements (`Stmt` in `semantics/ir.py`): `loop` is `for v in lo..hi { body }`,
 `cond` is `if c { t } else { e }`. -/
@@ -73,11 +84,15 @@ def block : List Stmt → Stmt
   | [] => Stmt.skip
   | s :: rest => Stmt.seq s (block rest)
 
-/-- A kernel (`Program` in `semantics/ir.py`); parameter defaults are not needed here. -/
+/-- A kernel (`Program` in `semantics/ir.py`). `engines` lists the declared engines,
+then the DMA queues (one counter each); `queues` gives each queue's increment (what one
+completed transfer adds to its counter; every other engine adds 1). `params` gives each
+parameter's declared lower bound (`param K >= 1`; 0 when none); defaults are not needed. -/
 structure Program where
   name : String
   engines : List String
-  params : List String
+  queues : List (String × Nat) := []
+  params : List (String × Nat)
   body : Stmt
 
 /-- A parameter valuation: parameters are non-negative integers. -/
