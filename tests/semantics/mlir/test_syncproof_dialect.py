@@ -18,7 +18,8 @@ LOOP = """func.func @k(%A: memref<64xi32>, %lo: index, %hi: index, %st: index) {
   scf.for %i = %lo to %hi step %st {
     "memref.copy"(%A, %a) : (memref<64xi32>, memref<64xi32>) -> ()
     "syncproof.signal"() {core = "DM"} : () -> ()
-    "syncproof.wait"(%i, %lo, %st) {core = "COMPUTE", counter = "DM", threshold = "THRESHOLD", names = "i i_lo i_step"} : (index, index, index) -> ()
+    "syncproof.wait"(%i, %lo, %st) {core = "COMPUTE", counter = "DM", threshold = "THRESHOLD",
+                                    names = "i i_lo i_step"} : (index, index, index) -> ()
     "test.op"(%a) : (memref<64xi32>) -> ()
     SIGNAL
   } {syncproof.loop = "i"}
@@ -36,7 +37,8 @@ def _waits(program):
     return {(s.name, w.engine): w.threshold for s in walk_stmts(program.body) if isinstance(s, Op) for w in s.waits}
 
 
-DM_SIGNAL, COMPUTE_SIGNAL = '"syncproof.signal"() {core = "DM"} : () -> ()', '"syncproof.signal"() {core = "COMPUTE"} : () -> ()'
+DM_SIGNAL = '"syncproof.signal"() {core = "DM"} : () -> ()'
+COMPUTE_SIGNAL = '"syncproof.signal"() {core = "COMPUTE"} : () -> ()'
 
 
 def _loop(threshold: str, signal: str = f"{DM_SIGNAL}\n    {COMPUTE_SIGNAL}") -> str:

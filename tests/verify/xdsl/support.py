@@ -77,6 +77,3 @@ def program_of(text: str):
     (case,) = import_text(text, "out.mlir")
     return case.program
 
-
-def count(text: str, name: str) -> int:
-    return sum(1 for line in text.splitlines() if f'"{name}"' in line or line.lstrip().startswith(name))
