@@ -62,7 +62,7 @@ def _table() -> dict[str, Call]:
         rows.append(Call(f"nl.{name}", "DVE", chosen_by_compiler=True))
     for name in ("zeros", "ones", "full", "zeros_like", "ones_like", "full_like"):
         rows.append(Call(f"nl.{name}", "DVE", "fill", chosen_by_compiler=True))
-    for name in ("ndarray", "empty_like"):
+    for name in ("ndarray", "empty_like", "shared_constant"):
         rows.append(Call(f"nl.{name}", "", "alloc"))
     return {row.name: row for row in rows}
 

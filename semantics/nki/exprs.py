@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import operator
 
-from semantics.ir import And, Compare, IfExpr, Not, Or
+from semantics.ir import And, Compare, IfExpr, Not, Or, Var
 from semantics.nki import values as v
 from semantics.nki.calls import OPERATORS
 
@@ -88,6 +88,8 @@ class ExprMixin:
 
     def binop(self, op, a, b, node):
         kind = type(op)
+        if v.is_int(a) or v.is_int(b) or isinstance(a, v.Interval) or isinstance(b, v.Interval):
+            a, b = self.as_int(a), self.as_int(b)  # `pool_size` in `n // pool_size`: an integer argument
         if isinstance(a, TILE) or isinstance(b, TILE):
             if kind.__name__ not in OPERATORS:
                 self.unsupported(node, f"operator {kind.__name__} on tiles")
@@ -137,9 +139,20 @@ class ExprMixin:
         if kind is ast.Add or (kind is ast.Sub and iv is a):
             sign = "+" if kind is ast.Add else "-"
             return v.Interval(v.arith(sign, iv.lo, other), v.arith(sign, iv.hi, other))
-        if kind is ast.Mult and isinstance(other, int) and other > 0:
+        if kind is ast.Mult and (isinstance(other, int) and other > 0 or self.nonnegative(other)):
             return v.Interval(v.arith("*", iv.lo, other), v.arith("+", v.arith("*", v.arith("-", iv.hi, 1), other), 1))
         return self.unsupported(node, "this arithmetic on an index grid")
+
+    def nonnegative(self, value) -> bool:
+        """A Sym that is a sum of products of parameters with positive coefficients (never
+        negative: a grid scaled by it keeps its bounding range)."""
+        from semantics.simplify import linear
+
+        if not isinstance(value, v.Sym):
+            return False
+        lin = linear(value.expr)
+        return all(c > 0 for c in lin.values()) and all(
+            isinstance(a, Var) and a.name in self.s.params for mono in lin if mono for a in mono)
 
     def unary(self, node):
         value = self.ev(node.operand)
@@ -178,6 +191,8 @@ class ExprMixin:
         if isinstance(op, (ast.Is, ast.IsNot)):
             same = a is b if (a is None or b is None or isinstance(a, bool)) else a == b
             return same if isinstance(op, ast.Is) else not same
+        if v.is_int(a) or v.is_int(b):
+            a, b = self.as_int(a), self.as_int(b)
         if isinstance(a, TILE) or isinstance(b, TILE):
             self.unsupported(node, "control flow that depends on data (a comparison of tiles)")
         if isinstance(a, v.Interval) or isinstance(b, v.Interval) or isinstance(a, v.Opaque) or isinstance(b, v.Opaque):

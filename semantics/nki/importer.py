@@ -108,6 +108,7 @@ def _read(func, env: dict, functions: dict, state: State) -> Reader:
         else:  # a kernel argument without a default is an HBM tensor
             tensor = v.Tensor(name, "hbm", v.ArgShape(name))
             state.tensors[name] = tensor
+            state.args.add(name)
             reader.env[name] = tensor
     reader.block(func.body)
     return reader

@@ -120,6 +120,8 @@ class CallMixin:
 
     def allocate(self, name, args, kwargs, node):
         spec = CALLS[name]
+        if name == "nl.shared_constant":  # a constant in HBM, made on the host
+            return v.Alloc("hbm", None, None, loc_of(node))
         like = name.endswith("_like")
         source = args[0] if args else kwargs.get("a", kwargs.get("shape"))
         if like:
@@ -134,6 +136,10 @@ class CallMixin:
                 shape = (shape,)
             if not isinstance(shape, (tuple, v.ArgShape)):
                 self.unsupported(node, f"{name} with this shape")
+            if isinstance(shape, tuple):
+                shape = tuple(self.as_int(d) for d in shape)
+                if not all(v.is_int(d) for d in shape):
+                    self.unsupported(node, f"{name} with a shape that is not integers")
             memory = "sbuf"
         buffer = kwargs.get("buffer")
         if buffer is not None:
@@ -160,9 +166,13 @@ class CallMixin:
                 if name == "int" and isinstance(value, v.Frac):
                     return self.floor(value)
                 return value
+            case "nl.ds" | "nl.arange" if not all(v.is_int(self.as_int(a)) for a in args) or not args:
+                return self.unsupported(node, f"{name} of values that are not integers")
             case "nl.ds" if len(args) == 2:
+                args = [self.as_int(a) for a in args]
                 return v.Interval(args[0], v.arith("+", args[0], args[1]))
-            case "nl.arange":
+            case "nl.arange" if len(args) <= 2:
+                args = [self.as_int(a) for a in args]
                 lo, hi = (0, args[0]) if len(args) == 1 else (args[0], args[1])
                 return v.Interval(lo, hi)
             case "math.ceil" | "math.floor" | "np.ceil" | "np.floor" if len(args) == 1:

@@ -128,6 +128,8 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
         match value:
             case v.ArgShape(tensor=arg):
                 return [self.arg_dim(arg, i) for i in range(n)]
+            case v.Tensor(shape=v.ArgShape(tensor=arg)) if arg in self.s.args:
+                return [self.arg_dim(arg, i) for i in range(n)]  # a tuple argument (`f1, f2 = shape2D`)
             case v.GridTuple(items=items) | tuple(items) if len(items) == n:
                 return list(items)
         return self.unsupported(node, "this unpacking")
@@ -171,7 +173,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
         if not (isinstance(func, v.Func) and func.name in ITERATORS) or it.keywords:
             self.unsupported(it, "a for loop over anything but nl.affine_range, nl.sequential_range, "
                                  "nl.static_range or range")
-        args = [self.ev(a) for a in it.args]
+        args = [self.as_int(self.ev(a)) for a in it.args]
         if not 1 <= len(args) <= 3 or not all(v.is_int(a) for a in args):
             self.unsupported(it, "loop bounds that are not integers")
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)

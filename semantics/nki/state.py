@@ -70,6 +70,7 @@ class State:
     dims: dict = attrs.Factory(dict)  # (arg, dim) -> the dimension's value (int / Sym)
     bases: dict = attrs.Factory(dict)  # base param name -> (arg, dim)
     tensors: dict = attrs.Factory(dict)  # buffer name -> Tensor
+    args: set = attrs.Factory(set)  # the kernel's arguments without a default
     engines: list = attrs.Factory(list)
     dynamic: int = 0  # > 0 inside a loop or a shape-dependent if
 

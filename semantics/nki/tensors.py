@@ -16,6 +16,8 @@ from semantics.nki import values as v
 from semantics.nki.calls import CALLS, ENGINE_ARGS
 
 MEMORY = {"sbuf": "sbuf", "psum": "psum", "hbm": "hbm", "shared_hbm": "hbm", "private_hbm": "hbm"}
+# an index grid scaled by a product of parameters keeps its bounding range
+
 # nl.tile_size (NKI docs, nki.language.tile_size): the hardware's tile limits
 TILE_SIZE = {"pmax": 128, "psum_fmax": 2048, "gemm_stationary_fmax": 128, "gemm_moving_fmax": 512,
              "bn_stats_fmax": 512, "psum_max": 2048}
@@ -129,8 +131,8 @@ class TensorMixin:
     def slice_interval(self, item, dim, node) -> v.Interval:
         if not isinstance(item, ast.Slice):
             return self.unsupported(node, "this index grid")
-        lo = 0 if item.lower is None else self.ev(item.lower)
-        hi = dim if item.upper is None else self.ev(item.upper)
+        lo = 0 if item.lower is None else self.as_int(self.ev(item.lower))
+        hi = dim if item.upper is None else self.as_int(self.ev(item.upper))
         if hi is None or not (v.is_int(lo) and v.is_int(hi)):
             self.unsupported(item, "this slice")
         if (isinstance(lo, int) and lo < 0) or (isinstance(hi, int) and hi < 0):
@@ -154,6 +156,8 @@ class TensorMixin:
                 index = index[:at] + (("slice", ast.Slice()),) * fill + rest
             else:
                 return v.View(tensor)  # an Ellipsis the reading cannot place: the whole tensor
+        if isinstance(tensor.shape, tuple) and len(index) > len(tensor.shape):
+            self.unsupported(node, "more indices than the tensor has dimensions")
         window = []
         for item in index:
             dim = self.dim_of(tensor, len(window))
@@ -177,11 +181,12 @@ class TensorMixin:
             return tensor.shape[n]
         return None
 
-    def arg_dim(self, arg: str, n: int):
-        """Dimension n of kernel argument `arg`: a shape parameter (docs of state.py)."""
+    def arg_dim(self, arg: str, n: int | None):
+        """Dimension n of kernel argument `arg`: a shape parameter (docs of state.py);
+        n None: the argument itself, an integer argument."""
         key = (arg, n)
         if key not in self.s.dims:
-            base = f"{arg}_{n}"
+            base = arg if n is None else f"{arg}_{n}"
             plan = self.s.plan
             if self.s.first_pass:
                 self.s.dims[key] = v.var(base)
@@ -194,6 +199,14 @@ class TensorMixin:
                     self.s.params[pname] = self.param_info(pname, note)
                 self.s.dims[key] = v.arith("*", v.var(pname), tile)
         return self.s.dims[key]
+
+    def as_int(self, value):
+        """`value`, or, for a kernel argument without a default that the kernel uses as
+        an integer (arithmetic, a loop bound, a slice bound), that integer: a parameter
+        named after the argument (docs/nki.md, "Shape parameters")."""
+        if isinstance(value, v.Tensor) and isinstance(value.shape, v.ArgShape) and value.name in self.s.args:
+            return self.arg_dim(value.name, None)
+        return value
 
     def param_info(self, name: str, note):
         from semantics.nki.state import ParamInfo

@@ -74,7 +74,7 @@ _ITERS = ["nl.affine_range({n})", "nl.sequential_range({n})", "nl.static_range({
           "range(1, {n}, 2)", "nl.affine_range({n}, 0)"]
 _BOUNDS = ["2", "a.shape[0] // 128", "a.shape[1]", "K // 64", "t", "-1", "0"]
 _INDEX = ["{v} * 128:({v} + 1) * 128", "nl.ds({v} * 64, 64)", "{v}", "0:128", ":", "...", "{v} * 128 + ip",
-          "-1", "{v}:{v} - 1", "::2", "nl.arange(8)"]
+          "-1", "{v}:{v} - 1", "::2", "nl.arange(8)", "nl.ds(t, 64)", "nl.arange(t)"]
 _CALLS = ["nl.exp({x})", "nisa.activation(op=nl.exp, data={x})", "nisa.tensor_tensor({x}, {x}, op=nl.add)",
           "nl.matmul({x}, {x}, transpose_x=True)", "{x} * 2.0", "-{x}", "nl.bogus({x})", "{x} + {x}",
           "nisa.nc_matmul({x}, {x})", "nl.copy({x}, dtype=nl.float32)", "{x}[0:64, :]", "{x}.shape[0]"]
