@@ -90,8 +90,8 @@ def export_lean(program: Program, out_dir: str | os.PathLike, strategy: str = "t
     theorems) and the all-valuations statement (docs/proofs.md). `source` names the
     kernel file in the module's header (default: the kernel's name). Files of an
     earlier export into `out_dir` that this one does not write are removed. Returns the
-    files written, by path relative to `out_dir`. A program the export does not support
-    (DMA queues, range accesses, flags or tokens) raises KernelError or UsageError."""
+    files written, by path relative to `out_dir`. A program with peer clauses (flags or
+    tokens), which the Lean semantics does not have, raises UsageError (docs/lean.md)."""
     from lean_export.export import export_files, write_project
 
     if max_param < 0:
