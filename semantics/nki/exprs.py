@@ -63,6 +63,8 @@ class ExprMixin:
                 return self.ifexp(node)
             case ast.Call():
                 return self.call(node)
+            case ast.List(elts=[]):
+                return v.TileList(len(self.s.loops))
             case ast.Tuple(elts=elts) | ast.List(elts=elts):
                 if any(isinstance(e, ast.Starred) for e in elts):
                     self.unsupported(node, "starred expression")
@@ -152,7 +154,7 @@ class ExprMixin:
             return False
         lin = linear(value.expr)
         return all(c > 0 for c in lin.values()) and all(
-            isinstance(a, Var) and a.name in self.s.params for mono in lin if mono for a in mono)
+            isinstance(a, Var) and (a.name in self.s.params or a.name in self.s.bases) for mono in lin if mono for a in mono)
 
     def unary(self, node):
         value = self.ev(node.operand)

@@ -38,6 +38,8 @@ class CallMixin:
         return self.apply(func, args, kwargs, node, result_used=True)
 
     def apply(self, func, args, kwargs, node, result_used: bool):
+        if isinstance(func, v.Bound) and isinstance(func.tensor, v.TileList):
+            return self.append(func.tensor, args, node)
         if isinstance(func, v.Bound):
             return v.View(func.tensor)
         if isinstance(func, v.Opaque):
@@ -115,6 +117,16 @@ class CallMixin:
         short = pending.call.split(".")[-1]
         op_name = self.s.fresh(f"{short}_L{pending.loc.line}")
         self.s.emit(Op(pending.engine, op_name, reads, writes, loc=pending.loc, name_loc=pending.loc))
+
+    def append(self, tiles, args, node):
+        """`tiles.append(t)`: t must be the tile allocated in the loop just inside the
+        list's creation, the same tile at every append."""
+        tile = args[0] if len(args) == 1 else None
+        if not (isinstance(tile, v.Tensor) and len(tile.loops) == tiles.depth + 1
+                and len(self.s.loops) == tiles.depth + 1 and tiles.tensor in (None, tile)):
+            self.unsupported(node, "a list of tiles other than one tile per iteration of one loop")
+        tiles.tensor = tile
+        return None
 
     # ------------------------------------------------------------------ allocation
 

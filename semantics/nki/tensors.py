@@ -84,6 +84,8 @@ class TensorMixin:
                 return items[index]
             case v.Opaque():
                 return v.Opaque(f"{obj.what}.{attr}")
+            case v.TileList() if attr == "append":
+                return v.Bound(obj, attr)
             case v.Record():
                 if attr not in dict(obj.fields):
                     self.unsupported(node, f"field '.{attr}' of {obj.cls}")
@@ -112,6 +114,8 @@ class TensorMixin:
                 return base[index[0]]
             case v.Interval():
                 return base  # nl.arange(n)[:, None]: the same index set
+            case v.TileList(tensor=v.Tensor() as tensor) if len(index) == 1 and v.is_int(index[0]):
+                return v.View(tensor, iteration=((len(tensor.loops) - 1, index[0]),))
         return self.unsupported(node, "this subscript")
 
     def ev_index(self, node) -> tuple:
@@ -143,6 +147,9 @@ class TensorMixin:
         tensor = base.tensor if isinstance(base, v.View) else base
         if isinstance(base, v.View) and not base.whole:
             return base  # a window of a window: the outer window (a superset)
+        if isinstance(base, v.View) and base.iteration:
+            view = self.window(tensor, index, node)
+            return v.View(tensor, view.window, view.whole, base.iteration)
         if tensor.shape is None:
             return v.View(tensor)
         index = tuple(item for item in index if item is not None)
@@ -230,9 +237,11 @@ class TensorMixin:
         """The provisional access of a window: the allocation's loop variables first,
         then one range per windowed dimension (semantics/nki/build.py completes it)."""
         tensor = view.tensor
-        if tensor.loops != tuple(self.s.loops[:len(tensor.loops)]):
+        chosen = dict(view.iteration)
+        if any(name != (self.s.loops[n] if n < len(self.s.loops) else None)
+               for n, name in enumerate(tensor.loops) if n not in chosen):
             self.unsupported(node, f"tile '{tensor.name}' allocated in a loop and used outside it")
-        indices = [Var(name) for name in tensor.loops]
+        indices = [v.to_expr(chosen[n]) if n in chosen else Var(name) for n, name in enumerate(tensor.loops)]
         for w in view.window:
             indices.append(Range(v.to_expr(w.lo), v.to_expr(w.hi)))
         return Access(tensor.name, tuple(indices))

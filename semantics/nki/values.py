@@ -108,6 +108,16 @@ class View:
     tensor: Tensor
     window: tuple = ()
     whole: bool = True
+    iteration: tuple = ()  # (position, value): the tensor of that iteration of its loop
+
+
+class TileList:
+    """A Python list that a loop fills with the tile it allocates (`tiles.append(t)`):
+    element e is the tile of iteration e (`tiles[k]` in a later loop)."""
+
+    def __init__(self, depth: int):
+        self.depth = depth  # loops around the list's creation
+        self.tensor = None
 
 
 @attrs.frozen
