@@ -8,8 +8,14 @@
     python bench/hb_bench.py differential [--examples 10000]
         generated programs with waits and barriers (tests/verify/engines), checked by
         both engines: verdict, failing valuation and trace length must agree
-    python bench/hb_bench.py fanout [--workers 2] KERNEL --param N=0..K
-        one kernel's valuations serially and on a process pool: the speedup
+    python bench/hb_bench.py fanout KERNEL --param N=0..K [--workers 4 8 16] [--modes workers cluster]
+        `verify --scope bounded` of the threshold output of KERNEL through verify.api, in
+        this process: serially, with --workers N, and with --cluster on a LocalCluster of
+        N single-threaded worker processes (started before the clock starts, as an
+        existing cluster would be); seconds, speed-up over serial and efficiency
+        (speed-up / N); then the cost of starting a pool and where a cluster's time went
+    python bench/hb_bench.py cluster KERNEL --param N=0..K [--workers 16]
+        the same, serially and on the cluster only
 
 Syncing is not timed (it is the threshold strategy's cost, not the checker's).
 """
@@ -17,6 +23,7 @@ Syncing is not timed (it is the threshold strategy's cost, not the checker's).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -116,26 +123,112 @@ def cmd_differential(args) -> int:
     return 1 if mismatches else 0
 
 
-def cmd_fanout(args) -> int:
-    from verify.cli.main import parse_bounds
-    from verify.engines.valuations import check_valuations
-    from verify.engines.explicit import explore
-    from verify.fanout import FanOut
-    from verify.verdicts import CheckOptions
+def verify_seconds(program, params, **fan_out) -> tuple[float, str]:
+    """`verify --scope bounded` through the API (verify.api.verify, what the command line
+    calls, without its start-up): wall seconds and the verdict."""
+    from verify import api
 
-    program = get_strategy("threshold")(parse_file(args.kernel)).program
-    bounds = parse_bounds(program, args.param, None)
-    engines = {"happens-before": happens_before.decide_valuation, "explicit": explore}
-    decide = engines[args.engine]
-    times = {}
-    for fan_out in (FanOut(), FanOut(workers=args.workers)):
-        start = time.perf_counter()
-        result = check_valuations(program, bounds, CheckOptions(), decide, args.engine, fan_out)
-        times[fan_out.workers] = time.perf_counter() - start
-        print(f"workers {fan_out.workers}: {result.verdict.value}, {result.valuations} valuations, "
-              f"{times[fan_out.workers]:.1f} s", flush=True)
-    print(f"speedup {times[1] / times[args.workers]:.2f}x on {args.workers} workers")
+    options = api.VerifyOptions(params=params, scope="bounded", **fan_out)
+    start = time.perf_counter()
+    report = api.verify(program, options)
+    return time.perf_counter() - start, report.verdict.value
+
+
+def in_fresh_process(args, workers: int, method: str) -> tuple[float, str]:
+    """verify_seconds with --workers in a new process (so that each run starts its pool,
+    and its fork server, as the command line does), pool processes started by `method`."""
+    import json
+    import subprocess
+
+    argv = [sys.executable, __file__, "one", args.kernel, *(f"--param={p}" for p in args.param),
+            f"--workers={workers}", f"--pool-method={method}"]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    return tuple(json.loads(out.splitlines()[-1]))
+
+
+def cmd_one(args) -> int:
+    """One --workers run, for in_fresh_process: [seconds, verdict] on the last line."""
+    import json
+
+    from semantics.parser import parse
+    from semantics.printer import print_program
+    from verify import fanout
+    from verify.cli.common import parse_bounds
+
+    fanout.POOL_METHOD = args.pool_method
+    program = parse(print_program(get_strategy("threshold")(parse_file(args.kernel)).program))
+    params = parse_bounds(program, args.param, None)
+    verify_seconds(program, tuple((name, lo, lo) for name, lo, _ in params))  # imports, before the clock
+    print(json.dumps(verify_seconds(program, params, workers=args.workers)))
     return 0
+
+
+def cmd_fanout(args) -> int:
+    from semantics.parser import parse
+
+    from semantics.printer import print_program
+    from verify.cli.common import parse_bounds
+
+    program = parse(print_program(get_strategy("threshold")(parse_file(args.kernel)).program))
+    params = parse_bounds(program, args.param, None)
+    verify_seconds(program, tuple((name, lo, lo) for name, lo, _ in params))  # imports, before any clock
+    shown = " ".join(f"--param {name}={lo}..{hi}" for name, lo, hi in params)
+    print(f"`verify --scope bounded {shown}` (in process, through verify.api) on the threshold output of "
+          f"{Path(args.kernel).name}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
+    print("| run | workers | seconds | speed-up | efficiency | verdict |")
+    print("|---|---:|---:|---:|---:|---|")
+    serial, verdict = verify_seconds(program, params)
+    print(f"| serial | 1 | {serial:.2f} | 1.00x | 100% | {verdict} |", flush=True)
+    notes = []
+    for workers in args.workers:
+        runs = []
+        if "workers" in args.modes:
+            for method in args.pool_method:
+                runs.append((f"--workers ({method})", functools.partial(in_fresh_process, args, workers, method)))
+        if "cluster" in args.modes:
+            for profile in args.worker_profile:
+                runs.append((f"--cluster (profiler {profile})",
+                             functools.partial(on_local_cluster, program, params, workers, notes, profile == "on")))
+        for name, run in runs:
+            seconds, verdict = run()
+            speedup = serial / seconds
+            print(f"| {name} | {workers} | {seconds:.2f} | {speedup:.2f}x | {100 * speedup / workers:.0f}% | "
+                  f"{verdict} |", flush=True)
+    print("\n" + "\n".join(f"- {note}" for note in notes))
+    return 0
+
+
+def on_local_cluster(program, params, workers: int, notes: list, profile: bool = True) -> tuple[float, str]:
+    """verify_seconds with --cluster on a LocalCluster of `workers` single-threaded worker
+    processes, started (and its workers up) before the clock starts. Adds a note on where
+    the time went, from the scheduler's task stream."""
+    import logging
+
+    import dask
+    from distributed import Client, LocalCluster, get_task_stream
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    with dask.config.set({"distributed.worker.profile.enabled": profile}), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      host="127.0.0.1") as cluster, Client(cluster) as client:
+        client.wait_for_workers(workers)
+        began = time.time()
+        with get_task_stream(client) as stream:
+            result = verify_seconds(program, params, cluster=cluster.scheduler_address)
+        ended = time.time()
+        spans = [(s["start"], s["stop"], s["action"]) for task in stream.data for s in task["startstops"]]
+        computed = [(a, b) for a, b, action in spans if action == "compute"]
+        if computed:
+            busy = sum(b - a for a, b in computed)
+            notes.append(f"--cluster {workers}, profiler {'on' if profile else 'off'}: {len(stream.data)} tasks; first began {min(a for a, _ in computed) - began:.2f} s "
+                         f"after the call, last ended {ended - max(b for _, b in computed):.2f} s before it returned; "
+                         f"compute {busy:.2f} s in all ({busy / workers:.2f} s a worker), other work on workers "
+                         f"{sum(b - a for a, b, action in spans if action != 'compute'):.2f} s")
+    return result
+
+
+def cmd_cluster(args) -> int:
+    args.modes = ["cluster"]
+    return cmd_fanout(args)
 
 
 def main() -> int:
@@ -147,13 +240,26 @@ def main() -> int:
     p.add_argument("kernels", nargs="*")
     p = sub.add_parser("differential")
     p.add_argument("--examples", type=int, default=10_000)
-    p = sub.add_parser("fanout")
+    for name in ("fanout", "cluster"):
+        p = sub.add_parser(name)
+        p.add_argument("kernel")
+        p.add_argument("--param", action="append", default=[])
+        p.add_argument("--workers", type=int, nargs="+", default=[2])
+        if name == "fanout":
+            p.add_argument("--modes", nargs="+", choices=["workers", "cluster"], default=["workers", "cluster"])
+        p.add_argument("--pool-method", nargs="+", choices=["forkserver", "spawn"], default=["forkserver"],
+                       help="how --workers starts its processes (verify.fanout.POOL_METHOD); several: a row each")
+        p.add_argument("--worker-profile", nargs="+", choices=["on", "off"], default=["on"],
+                       help="the cluster workers' statistical profiler (Dask's default: on); several: a row each")
+    p = sub.add_parser("one")
     p.add_argument("kernel")
     p.add_argument("--param", action="append", default=[])
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--engine", choices=["happens-before", "explicit"], default="happens-before")
+    p.add_argument("--pool-method", default="forkserver")
     args = parser.parse_args()
-    return {"scale": cmd_scale, "differential": cmd_differential, "fanout": cmd_fanout}[args.command](args)
+    commands = {"scale": cmd_scale, "differential": cmd_differential, "fanout": cmd_fanout, "cluster": cmd_cluster,
+                "one": cmd_one}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

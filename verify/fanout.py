@@ -5,6 +5,12 @@ Results come back in task order whatever order the workers finish in, so a calle
 that stops at the first counterexample reports the same one as a serial run. At most
 a window of tasks is in flight; once the caller stops (closes the iterator), nothing
 more is submitted and what is pending is cancelled.
+
+What every task needs (a program, its options) travels once per worker, not once per
+task: `shared` goes to each pool process through its initializer and to each Dask
+worker by a broadcast scatter, and the function is called as fn(shared, task). Tasks
+that the caller wants to size by the number of workers (batches: `batched`) come as
+`PerWorkers(make)`, made once that number is known (a cluster's, on connecting).
 """
 
 from __future__ import annotations
@@ -36,14 +42,56 @@ class FanOut:
 SERIAL = FanOut()
 
 
-def ordered_map(fn: Callable, tasks: Iterable, fan_out: FanOut = SERIAL, window: int | None = None) -> Iterator:
-    """fn(task) for every task, yielded in task order. `fn` and the tasks must pickle
-    (a module-level function, or functools.partial of one) unless the run is serial."""
+@attrs.frozen
+class PerWorkers:
+    """Tasks that depend on how many workers there are: `make(workers)`."""
+
+    make: Callable[[int], Iterable]
+
+
+_NOTHING = object()
+
+
+def ordered_map(fn: Callable, tasks: Iterable | PerWorkers, fan_out: FanOut = SERIAL, window: int | None = None,
+                shared=_NOTHING) -> Iterator:
+    """fn(task), or fn(shared, task) when `shared` is given, for every task, yielded in
+    task order. `fn`, `shared` and the tasks must pickle (module-level functions, or
+    functools.partial of one) unless the run is serial."""
+    call = fn if shared is _NOTHING else _Bound(fn, shared)
     if fan_out.serial:
-        return (fn(task) for task in tasks)
+        return (call(task) for task in _tasks(tasks, 1))
     if fan_out.cluster is not None:
-        return _on_cluster(fn, tasks, fan_out.cluster, window)
-    return _on_pool(fn, tasks, fan_out.workers, window or 2 * fan_out.workers)
+        return _on_cluster(fn, shared, tasks, fan_out.cluster, window)
+    return _on_pool(fn, shared, _tasks(tasks, fan_out.workers), fan_out.workers, window or 2 * fan_out.workers)
+
+
+def _tasks(tasks: Iterable | PerWorkers, workers: int) -> Iterable:
+    return tasks.make(workers) if isinstance(tasks, PerWorkers) else tasks
+
+
+def batched(items: Iterable, weight: Callable[[object], int], target: int) -> Iterator[tuple]:
+    """Consecutive runs of `items`, in order, each as long as its total weight stays
+    within `target`: light items share a batch, an item heavier than `target` goes alone."""
+    batch: list = []
+    total = 0
+    for item in items:
+        heft = weight(item)
+        if batch and total + heft > target:
+            yield tuple(batch)
+            batch, total = [], 0
+        batch.append(item)
+        total += heft
+    if batch:
+        yield tuple(batch)
+
+
+@attrs.frozen
+class _Bound:
+    fn: Callable
+    shared: object
+
+    def __call__(self, task):
+        return self.fn(self.shared, task)
 
 
 def _windowed(submit, result_of, cancel, tasks: Iterable, window: int) -> Iterator:
@@ -66,20 +114,46 @@ def _windowed(submit, result_of, cancel, tasks: Iterable, window: int) -> Iterat
 
 _END = object()
 
+# How pool processes start: "forkserver" (below) or "spawn".
+POOL_METHOD = "forkserver"
 
-def _on_pool(fn, tasks, workers: int, window: int) -> Iterator:
+# What the pool's initializer installed in this worker process: fn(_SHARED, task).
+_SHARED = None
+
+
+def _install(shared) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def _call_installed(fn: Callable, task):
+    return fn(_SHARED, task)
+
+
+def _on_pool(fn, shared, tasks, workers: int, window: int) -> Iterator:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    # Workers fork from a server process that imported the main module and fn's module
+    # once, instead of each starting an interpreter and importing them again (spawn);
+    # unlike a plain fork, nothing of this process's threads or locks is inherited.
+    context = multiprocessing.get_context(POOL_METHOD)
+    if POOL_METHOD == "forkserver":
+        context.set_forkserver_preload(["__main__", fn.__module__])
+    if shared is _NOTHING:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        submit = lambda task: pool.submit(fn, task)  # noqa: E731
+    else:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_install, initargs=(shared,))
+        submit = lambda task: pool.submit(_call_installed, fn, task)  # noqa: E731
     try:
-        yield from _windowed(lambda task: pool.submit(fn, task), lambda f: f.result(), lambda f: f.cancel(),
-                             tasks, window)
+        yield from _windowed(submit, lambda f: f.result(),
+                             lambda f: f.cancel(), tasks, window)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _on_cluster(fn, tasks, address: str, window: int | None) -> Iterator:
+def _on_cluster(fn, shared, tasks, address: str, window: int | None) -> Iterator:
     try:
         from distributed import Client
     except ImportError:  # pragma: no cover - a dependency of the package
@@ -89,8 +163,13 @@ def _on_cluster(fn, tasks, address: str, window: int | None) -> Iterator:
     except (OSError, TimeoutError) as err:
         raise UsageError(f"--cluster {address}: cannot reach a Dask scheduler ({err})") from None
     try:
-        size = window or 2 * max(1, sum(client.nthreads().values()))
-        yield from _windowed(lambda task: client.submit(fn, task, pure=False), lambda f: f.result(),
-                             lambda f: f.cancel(), tasks, size)
+        threads = max(1, sum(client.nthreads().values()))
+        if shared is _NOTHING:
+            submit = lambda task: client.submit(fn, task, pure=False)  # noqa: E731
+        else:
+            on_workers = client.scatter([shared], broadcast=True, hash=False)[0]  # a list: one future
+            submit = lambda task: client.submit(fn, on_workers, task, pure=False)  # noqa: E731
+        yield from _windowed(submit, lambda f: f.result(), lambda f: f.cancel(), _tasks(tasks, threads),
+                             window or 2 * threads)
     finally:
         client.close()

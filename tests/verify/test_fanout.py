@@ -123,3 +123,110 @@ def test_mutants_on_a_pool_are_judged_as_serially():
     assert len(serial) > 5 and {r.outcome for r in serial} >= {"killed"}
     assert [(r.mutant.where, r.outcome, r.verdict) for r in pooled] == \
         [(r.mutant.where, r.outcome, r.verdict) for r in serial]
+
+
+# Batching (verify/engines/valuations.py): the valuations travel in batches sized by
+# their instance counts, and the answer stays the serial one.
+
+# Instances grow with N (N + 1 for the loop's ops, then K more): batches hold many small
+# valuations and few large ones. Deadlocked when K == 2 (a wait for an op never issued),
+# unsound from N == 5 on (a wait counting one load too few), over-synchronized when K == 1.
+GROWING = """
+engines LD PE
+param N, K
+for i in 0..N + 1 {
+  LD load writes a[i]
+}
+for j in 0..K {
+  PE extra reads a[0] wait LD >= (if K == 1 then N + 1 else 1)
+}
+PE use reads a[N] wait LD >= (if N >= 5 then N else N + 1) + (if K == 2 then 9 else 0)
+"""
+
+
+def unrolled_count(program, values) -> int:
+    """Instances counted by unrolling (independently of the batching's count)."""
+    from semantics.sequential import unroll
+
+    return len(unroll(program, values).instances)
+
+
+def check_sized_by_instances(batches, weight, target) -> None:
+    """Each batch weighs at most `target` unless it is one valuation heavier than that,
+    and no batch could have taken the next valuation without passing `target`."""
+    for batch, following in zip(batches, [*batches[1:], None]):
+        total = sum(weight(v) for v in batch)
+        assert total <= target or len(batch) == 1, (batch, total, target)
+        if following is not None:
+            assert total + weight(following[0]) > target, (batch, following[0], target)
+
+
+def test_batches_follow_instance_counts(monkeypatch):
+    from semantics.parser import parse
+    from verify.engines import valuations as v
+
+    monkeypatch.setattr(v, "MIN_BATCH", 1)
+    program = parse(GROWING)
+    bounds = (("N", 0, 60), ("K", 0, 3))
+    target = v.batch_target(program, v.valuations(bounds), 10**6, workers=2)
+    batches = list(v.valuation_batches(program, v.valuations(bounds), 10**6, workers=2))
+    weight = lambda values: unrolled_count(program, values) + v.VALUATION_COST  # noqa: E731
+    assert [x for b in batches for x in b] == list(v.valuations(bounds))  # every valuation, in order
+    check_sized_by_instances(batches, weight, target)
+    sizes = [len(b) for b in batches]
+    assert len(batches) > 8 and sizes[0] > sizes[-1], sizes  # small valuations share, large ones less
+
+
+def test_a_batching_by_count_is_caught():
+    """Teeth: batches of a fixed number of valuations, blind to their instance counts,
+    fail the check that the batches above pass."""
+    from semantics.parser import parse
+    from verify.engines import valuations as v
+
+    program = parse(GROWING)
+    values = list(v.valuations((("N", 0, 60), ("K", 0, 3))))
+    by_count = [tuple(values[i:i + 8]) for i in range(0, len(values), 8)]
+    weight = lambda x: unrolled_count(program, x) + v.VALUATION_COST  # noqa: E731
+    with pytest.raises(AssertionError):
+        check_sized_by_instances(by_count, weight, 8 * 40)
+
+
+def test_batched_keeps_order_and_puts_heavy_items_alone():
+    from verify.fanout import batched
+
+    weights = [1, 1, 1, 9, 2, 2, 2, 1, 5]
+    got = list(batched(range(len(weights)), weights.__getitem__, 4))
+    assert got == [(0, 1, 2), (3,), (4, 5), (6, 7), (8,)]
+
+
+@pytest.mark.parametrize("min_batch", [1, 10**9], ids=["many-batches", "one-batch"])
+def test_batched_fan_out_reports_the_serial_first_counterexample(monkeypatch, min_batch):
+    """Failures at several valuations (over-synchronized, deadlocked, unsound): the
+    same verdict, valuation, trace and counts as serially, whether the valuations travel
+    one or many to a task."""
+    from semantics.parser import parse
+    from verify.engines import valuations as v
+
+    monkeypatch.setattr(v, "MIN_BATCH", min_batch)
+    program = parse(GROWING)
+    for bounds in [(("N", 0, 8), ("K", 0, 3)), (("N", 0, 4), ("K", 0, 3)), (("N", 0, 4), ("K", 0, 1))]:
+        serial = happens_before.check(program, bounds)
+        pooled = happens_before.check(program, bounds, fan_out=FanOut(workers=2))
+        assert outcome(pooled) == outcome(serial), bounds
+    assert {happens_before.check(program, b).verdict for b in
+            [(("N", 0, 8), ("K", 0, 3)), (("N", 0, 4), ("K", 0, 3)), (("N", 0, 4), ("K", 0, 1))]} == \
+        {Verdict.UNSOUND, Verdict.DEADLOCK, Verdict.OVER_SYNCHRONIZED}
+
+
+def test_a_batch_stops_at_an_unsound_valuation_and_when_its_time_is_spent():
+    from semantics.parser import parse
+    from tests.support.clock import FakeClock
+    from verify.engines.valuations import run_batch
+
+    program = parse(GROWING)
+    batch = tuple({"N": n, "K": 0} for n in range(8))
+    results = run_batch((program, happens_before.decide_valuation, CheckOptions(), None), batch)
+    assert [r.verdict for r in results] == [Verdict.BISIMILAR] * 5 + [Verdict.UNSOUND]  # N=5 is the first unsound
+    timed = CheckOptions(clock=FakeClock(step=1.0))
+    results = run_batch((program, happens_before.decide_valuation, timed, 2.5), batch)
+    assert results[-1] is None and 1 <= len(results) - 1 < len(batch)

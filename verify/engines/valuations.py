@@ -1,6 +1,12 @@
 """The loop every per-valuation engine shares: valuations smallest first, the first
 valuation showing the most severe verdict, a stop at the first unsound one, budgets,
-progress, and fan-out of the valuations (verify/fanout.py) with the serial answer."""
+progress, and fan-out of the valuations (verify/fanout.py) with the serial answer.
+
+Fanned out, the valuations travel in batches sized by their instance counts (counted
+without unrolling, `semantics.sequential.count_instances`): light valuations share a
+task, so a task's cost outweighs its round trip; a heavy one goes alone, so the
+workers stay evenly loaded. The program goes to each worker once, and each worker
+compiles its expressions once (docs/happens-before.md, "Fan-out")."""
 
 from __future__ import annotations
 
@@ -12,10 +18,10 @@ import attrs
 from semantics.compiled import compiler
 from semantics.errors import SyncproofError
 from semantics.ir import Program
-from semantics.sequential import UnrollLimit, unroll
+from semantics.sequential import UnrollLimit, count_instances, unroll
 
 from verify.engines.witness import range_check
-from verify.fanout import SERIAL, FanOut, ordered_map
+from verify.fanout import SERIAL, FanOut, PerWorkers, batched, ordered_map
 from verify.verdicts import SEVERITY, CheckOptions, CheckResult, ValuationResult, Verdict, Witness, finalise
 
 
@@ -81,6 +87,79 @@ def run_valuation(program: Program, decide, options: CheckOptions, time_left: fl
     return range_check(unrolled) or decide(unrolled, options, deadline, on_progress)
 
 
+# Batches: about this many per worker (the last batch to finish bounds the run, so
+# many small ones balance better), and none lighter than MIN_BATCH instances (a task's
+# round trip then costs a few percent of its work). A valuation's fixed cost is
+# counted as VALUATION_COST instances.
+BATCHES_PER_WORKER = 16
+MIN_BATCH = 4_000
+VALUATION_COST = 32
+
+
+def instance_weight(program: Program, values: dict[str, int], limit: int) -> int:
+    """A valuation's cost estimate: its instance count, counted without unrolling."""
+    try:
+        counted = count_instances(program, values, limit)
+    except UnrollLimit:
+        return limit
+    return (counted or 0) + VALUATION_COST
+
+
+def batch_target(program: Program, all_valuations: "Valuations", limit: int, workers: int) -> int:
+    """How heavy a batch may be: about total / (BATCHES_PER_WORKER * workers) instances,
+    at least MIN_BATCH, the total estimated from the smallest and largest valuations."""
+    lows = {name: lo for name, lo, _ in all_valuations.bounds}
+    highs = {name: hi for name, _, hi in all_valuations.bounds}
+    total = all_valuations.size * (instance_weight(program, lows, limit) + instance_weight(program, highs, limit)) // 2
+    return max(MIN_BATCH, total // (BATCHES_PER_WORKER * workers))
+
+
+def valuation_batches(program: Program, all_valuations: "Valuations", limit: int, workers: int):
+    """The valuations, in order, in batches of at most `batch_target` instances (a
+    heavier valuation alone), each weighed as it is batched."""
+    if all_valuations.size == 0:
+        return iter(())
+    target = batch_target(program, all_valuations, limit, workers)
+    return batched(all_valuations, lambda values: instance_weight(program, values, limit), target)
+
+
+# In a worker: the program whose expressions it compiled last, and that compiler.
+_worker_compiled: tuple = (None, None)
+
+
+def run_batch(shared: tuple, batch: tuple[dict[str, int], ...]) -> list:
+    """run_valuation for each valuation of `batch` (in a worker; `shared`: the program,
+    decide, options and time left). It stops after an unsound valuation or an error (the
+    caller stops there), and once the time left is spent, with None last (the caller
+    then reports the time limit)."""
+    global _worker_compiled
+    program, decide, options, time_left = shared
+    if _worker_compiled[0] is not program:
+        _worker_compiled = (program, compiler())
+    compiled = _worker_compiled[1]
+    deadline = None if time_left is None else options.clock() + time_left
+    results: list = []
+    for number, values in enumerate(batch):
+        left = None if deadline is None else max(0.0, deadline - options.clock())
+        result = run_valuation(program, decide, options, left, values, None, compiled)
+        results.append(result)
+        if isinstance(result, Exception) or Verdict.UNSOUND in result.findings:
+            break
+        if deadline is not None and options.clock() > deadline and number + 1 < len(batch):
+            results.append(None)
+            break
+    return results
+
+
+def _flattened(batches):
+    """The results of the batches, one by one; closing this closes `batches`."""
+    try:
+        for results in batches:
+            yield from results
+    finally:
+        batches.close()
+
+
 def _shown(values: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items()) or "no parameters"
 
@@ -118,9 +197,13 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
     if fan_out.serial:
         results = serial()
     else:
-        results = ordered_map(functools.partial(run_valuation, program, decide, quiet, left()), all_valuations, fan_out)
+        batches = PerWorkers(functools.partial(valuation_batches, program, all_valuations, options.max_states))
+        results = _flattened(ordered_map(run_batch, batches, fan_out, shared=(program, decide, quiet, left())))
     try:
         for number, (values, result) in enumerate(zip(all_valuations, results)):
+            if result is None:  # a batch ran out of time (run_batch)
+                unknown_reason = "time limit reached"
+                break
             if isinstance(result, Exception):
                 raise result
             total_states += result.states
