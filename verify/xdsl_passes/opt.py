@@ -5,14 +5,15 @@ or not xDSL's plugin discovery found them), for pipelines such as
 
 A pass that fails prints its message on stderr, no traceback: exit 1 when
 `syncproof-verify-sync` refutes (or cannot decide) the property, 2 for input the
-passes cannot take (and for xdsl's own parse and verification errors).
+passes cannot take, xdsl's own parse and verification errors, an unknown pass or a
+malformed pass option, and an input file that cannot be read.
 """
 
 from __future__ import annotations
 
 import sys
 
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from verify.xdsl_passes.universe import DIALECTS, PASSES
@@ -38,13 +39,21 @@ class SyncproofOptMain(xDSLOptMain):
 def main(args=None) -> int:
     from verify.xdsl_passes.errors import SyncCheckFailed
 
+    try:  # the pipeline is parsed here: an unknown pass is a ValueError
+        tool = SyncproofOptMain(description="syncproof-opt: xdsl-opt with syncproof's passes", args=args)
+    except (ValueError, ArgSpecParseError) as err:
+        print(f"syncproof-opt: error: {err}", file=sys.stderr)
+        return 2
     try:
-        SyncproofOptMain(description="syncproof-opt: xdsl-opt with syncproof's passes", args=args).run()
+        tool.run()
     except SyncCheckFailed as err:
         print(err, file=sys.stderr)
         return 1
     except (DiagnosticException, ParseError) as err:
         print(f"syncproof-opt: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"syncproof-opt: error: {err.filename}: {err.strerror}", file=sys.stderr)
         return 2
     return 0
 

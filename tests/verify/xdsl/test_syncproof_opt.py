@@ -45,6 +45,18 @@ def test_input_the_passes_cannot_take_is_exit_2(tmp_path, capsys):
     assert "<module>:" in err and "unsupported op 'test.op'" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["-p", "nope", str(TILED)], "Unrecognized passes: ['nope']"),
+    (["-p", "syncproof-insert-sync{strategy=a b}", str(TILED)], "not found in expected arguments"),
+    (["-p", "syncproof-insert-sync{strategy=1 2}", str(TILED)], "Error parsing pass pipeline specification"),
+    (["-p", "syncproof-insert-sync", "/nonexistent/in.mlir"], "/nonexistent/in.mlir: No such file or directory"),
+])
+def test_usage_errors_are_exit_2_with_one_message(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("syncproof-opt: error: ") and message in err and "Traceback" not in err
+
+
 def test_the_script_and_the_xdsl_universe_are_declared():
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
     assert scripts.get("syncproof-opt") == "verify.xdsl_passes.opt:main"

@@ -98,7 +98,32 @@ def test_manual_keeps_the_waits_it_reads(tmp_path):
     ("syncproof-insert-sync{strategy=nope}", "unknown strategy 'nope'"),
     ("syncproof-insert-sync{strategy=flags}", "no MLIR op"),
     ("syncproof-verify-sync{property=nope}", "unknown property 'nope'"),
+    ("syncproof-verify-sync{scope=nope}", "unknown scope 'nope'"),
 ])
 def test_bad_options_fail_the_pass_as_input_errors(passes, message, tmp_path):
     with pytest.raises(PassInputError, match=message):
         run_opt(_case("insert-sync-barrier.mlir:4"), passes, tmp_path)
+
+
+def test_scope_all_catches_a_race_beyond_the_bounds(tmp_path):
+    """Without copy1's wait, loop_copy_generic races from the third trip on (copy(i + 1)
+    overwrites what generic(i) reads): max_param=1 checks too few trips, the all-values
+    proof finds it. The explicit engine confirms the race at trips_i=2."""
+    synced = run_opt(_case("derived/loop_copy_generic.mlir"), INSERT, tmp_path)
+    run_opt(synced, "syncproof-verify-sync{scope=all}", tmp_path)
+    broken = run_opt(synced, "test-drop-wait{index=0}", tmp_path)
+    run_opt(broken, "syncproof-verify-sync{max_param=1}", tmp_path)  # bounded: not seen
+    with pytest.raises(SyncCheckFailed, match="found by the all-values proof") as caught:
+        run_opt(broken, "syncproof-verify-sync{max_param=1 scope=all}", tmp_path)
+    assert caught.value.verdict == "unsound"
+    assert verify(program_of(broken), VerifyOptions(strategy="manual", scope="bounded", engine="explicit",
+                                                    params={"trips_i": 2})).verdict == Verdict.UNSOUND
+
+
+def test_scope_all_on_a_barrier_program_is_unknown_and_fails(tmp_path):
+    """The all-values proof covers barrier-free programs: unknown is never success."""
+    text = _case("derived/loop_copy_generic.out-insert-sync-barrier.mlir")
+    run_opt(text, "syncproof-verify-sync{property=soundness}", tmp_path)
+    with pytest.raises(SyncCheckFailed) as caught:
+        run_opt(text, "syncproof-verify-sync{property=soundness scope=all}", tmp_path)
+    assert caught.value.verdict == "unknown"
