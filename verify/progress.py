@@ -11,6 +11,10 @@ The interval comes from the environment variable SYNCPROOF_PROGRESS_INTERVAL
 the progress code of every command. `Progress.always()` ignores the throttle for a
 message that must be shown (e.g. "the proof runs, budget 60 s").
 
+`start` makes times count from the start of the command (the command line passes
+it, so a line after a long sync does not read "(0.0s)"); `poll`, called at every
+message, lets a command's time limit stop the work that reports (verify/cli/limits.py).
+
 Engines and searches take a plain `Callable[[str], None]` and call it freely (they
 do not throttle themselves); the command line passes a `Progress`.
 """
@@ -24,6 +28,13 @@ from typing import Callable, TextIO
 
 ENV_INTERVAL = "SYNCPROOF_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL = 3.0
+
+_silenced = [False]
+
+
+def silence() -> None:
+    """No progress line from now on (after Ctrl-C: the interruption's line is the last)."""
+    _silenced[0] = True
 
 def interval_from_env(environ: dict | None = None) -> float:
     """The interval in seconds from SYNCPROOF_PROGRESS_INTERVAL; the default when it is
@@ -45,12 +56,14 @@ class Progress:
     """Throttled progress lines on stderr for one command."""
 
     def __init__(self, command: str, interval: float | None = None, stream: TextIO | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, start: float | None = None,
+                 poll: Callable[[], None] | None = None):
         self.command = command
         self.interval = interval_from_env() if interval is None else interval
         self._stream = stream
         self._clock = clock
-        self.start = clock()
+        self.start = clock() if start is None else start  # times count from the command's start
+        self.poll = poll  # called at every message, shown or not: a time limit's check may raise
         self._last = self.start
         self.lines = 0
 
@@ -64,6 +77,8 @@ class Progress:
     def __call__(self, message) -> bool:
         """Show `message` if the interval has passed since the last line (or the start);
         returns whether it was shown."""
+        if self.poll is not None:
+            self.poll()
         if not self.due():
             return False
         self._emit(message)
@@ -71,9 +86,13 @@ class Progress:
 
     def always(self, message) -> None:
         """Show `message` now, whatever the interval."""
+        if self.poll is not None:
+            self.poll()
         self._emit(message)
 
     def _emit(self, message) -> None:
+        if _silenced[0]:
+            return
         text = message() if callable(message) else message
         now = self._clock()
         self._last = now

@@ -95,9 +95,12 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None)
     The plan has its own solver session (a Z3 context of its own), so that it does not
     depend on what ran before in the process (Z3's effort on a query depends on the
     ids of earlier terms)."""
+    from algorithm.threshold.pipeline import checkpoint  # (here: pipeline imports this module)
+
     ctx = Context(program, conflicts, options=options)
     plan = Plan(session=ctx.session)
     for n, y in enumerate(ctx.sites.values()):
+        checkpoint[0](f"stage 'general', op {y.op.name} ({n + 1}/{len(ctx.sites)})")
         keep_z3_small(n, ctx)
         facts = site_facts(ctx, y)
         for engine in program.engines:

@@ -18,6 +18,7 @@ from semantics.printer import print_program
 
 from verify import api
 from verify.cli import lean as cli_lean
+from verify.cli import memory as cli_memory
 from verify.cli.args import check_strategy, positive_seconds, strategy_help
 from verify.cli import mlir as cli_mlir
 from verify.cli import nki as cli_nki
@@ -27,6 +28,8 @@ from verify.cli import timing as cli_timing
 from verify.cli import fanout as cli_fanout
 from verify.engines import select as engine_select
 from verify.engines.explicit import InternalError
+from verify.cli.limits import CommandLimit
+from verify.engines.deadline import DeadlineReached
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds
 from verify.cli.report import result_json, result_text
 from verify.progress import Progress
@@ -55,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output language; mlir: the imported .mlir FILE with its synchronization (docs/snax.md)")
     p.add_argument("--profile", default="trainium",
                    help="machine profile whose semaphore budget the statistics compare against (default trainium)")
+    cli_memory.add_argument(p)
 
     p = sub.add_parser("verify", help="check a synchronized kernel against the reference semantics")
     p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
@@ -80,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="(z3) write a query that ends 'unknown' to DIR as an .smt2 file")
     cli_prove.add_arguments(p)
     p.add_argument("--json", action="store_true")
+    cli_memory.add_argument(p)
 
     cli_search.add_parsers(sub)
     cli_timing.add_parsers(sub)
@@ -99,7 +104,10 @@ def _cmd_check(args) -> int:
 def _cmd_sync(args) -> int:
     check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
-    result = get_strategy(args.strategy)(program)
+    began = getattr(args, "began", None) or time.monotonic()
+    with CommandLimit(None, began, Progress("sync", start=began)) as stages:  # progress only: no limit
+        stages.phase(f"syncing with strategy {args.strategy}")
+        result = get_strategy(args.strategy)(program)
     text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
     profile = load_profile(args.profile)
     print(stats_line(result.stats), file=sys.stderr)
@@ -122,15 +130,21 @@ def _cmd_sync(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    """Parse the flags into VerifyOptions, run the API's `verify`, format its Report."""
-    began = time.monotonic()
+    """Parse the flags into VerifyOptions, run the API's `verify`, format its Report.
+    `--timeout` counts from the start of the command and covers the sync and the bounded
+    check (verify/cli/limits.py); the all-values proof has its own budget."""
+    began = getattr(args, "began", None) or time.monotonic()
     check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
     bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
+    progress = Progress("verify", start=began)
+    limit = CommandLimit(args.timeout, began, progress)
+    progress.poll = limit.during_check
 
     def on_checked(sync_result) -> None:  # the strategy's statistics, before the proof starts
+        limit.disarm()
         if args.strategy != "manual":
             print(stats_line(sync_result.stats), file=sys.stderr)
 
@@ -139,12 +153,21 @@ def _cmd_verify(args) -> int:
     options = api.VerifyOptions(
         strategy=args.strategy, params=bounds, max_param=args.max_param, engine=args.engine,
         property=args.property, scope=cli_prove.scope_option(args.scope), max_states=args.max_states, timeout=left,
-        proof_timeout=args.proof_timeout, proof_jobs=args.proof_jobs, dump_smt=args.dump_smt, verbose=args.verbose,
-        workers=args.workers, cluster=args.cluster, progress=Progress("verify"), on_checked=on_checked)
+        proof_timeout=args.proof_timeout, proof_rlimit=args.proof_rlimit, proof_jobs=args.proof_jobs,
+        dump_smt=args.dump_smt, verbose=args.verbose,
+        workers=args.workers, cluster=args.cluster, progress=progress, on_checked=on_checked)
     try:
-        report = api.verify(program, options)
+        with limit:
+            limit.phase(f"syncing with strategy {args.strategy}")
+            report = api.verify(program, options)
     except KernelError as err:  # a run-time error of the kernel (for some valuation)
         err.filename = err.filename or args.file
+        raise
+    except DeadlineReached:
+        return _report_time_limit(args, limit)
+    except SyncproofError:
+        if limit.syncing and limit.deadline.passed():  # whatever stopped the sync, the limit came first
+            return _report_time_limit(args, limit)
         raise
     if report.by_engine and report.verdict == Verdict.UNKNOWN:
         return _report_both_unknown(args, report)
@@ -153,6 +176,19 @@ def _cmd_verify(args) -> int:
     if report.verdict == Verdict.UNKNOWN:
         return EXIT_UNKNOWN
     return EXIT_OK if report.holds else EXIT_FAIL
+
+
+def _report_time_limit(args, limit: CommandLimit) -> int:
+    """`--timeout` reached before the bounded check answered: unknown, exit 3."""
+    reason = limit.reason()
+    if args.json:
+        print(json.dumps({"verdict": Verdict.UNKNOWN.value, "holds": None, "property": args.property,
+                          "scope": "bounded", "strategy": args.strategy, "engine": args.engine,
+                          "complete": False, "reason": reason}, indent=2))
+    else:
+        print(f"{args.file}: strategy {args.strategy}, engine {args.engine}, property {args.property}")
+        print(f"verdict: unknown ({reason}); nothing is claimed")
+    return EXIT_UNKNOWN
 
 
 def _print_result(args, report, extra=None) -> None:
@@ -191,10 +227,10 @@ def _report_both_unknown(args, report) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Deeply nested kernels need deep recursion, so the command runs
-    in a thread with a large stack."""
-    import threading
-
+    in a thread with a large stack; the main thread waits for it and takes Ctrl-C
+    (verify/cli/interrupt.py: exit 130, one line, no process left behind)."""
     from semantics.parser import deep_recursion
+    from verify.cli.interrupt import run_interruptibly
 
     outcome: list = [EXIT_UNKNOWN]
 
@@ -207,19 +243,21 @@ def main(argv: list[str] | None = None) -> int:
 
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 outcome[0] = EXIT_OK
+            except MemoryError:  # the address space ran out (--max-memory, ulimit -v)
+                outcome[0] = _out_of_memory()
             except Exception as exc:  # noqa: BLE001 - a bug in syncproof: one line, exit 3
                 outcome[0] = _internal_error(exc)
 
-    # The stack size applies to threads created after it is set: restore it at once, so
-    # other threads of the process (timers, pools) keep the default.
-    previous = threading.stack_size(512 * 1024 * 1024)
-    try:
-        thread = threading.Thread(target=run)
-        thread.start()
-    finally:
-        threading.stack_size(previous)
-    thread.join()
+    run_interruptibly(run, 512 * 1024 * 1024)
     return outcome[0]
+
+
+def _out_of_memory() -> int:
+    """Memory ran out outside any engine that turns it into `unknown`: one line, exit 3."""
+    from verify.cli.memory import out_of_memory_line
+
+    print(out_of_memory_line(), file=sys.stderr)
+    return EXIT_UNKNOWN
 
 
 def _internal_error(exc: Exception) -> int:
@@ -253,11 +291,14 @@ _COMMANDS = {
 
 
 def _main(argv: list[str] | None) -> int:
+    began = time.monotonic()
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help exits 0
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.began = began  # times and --timeout count from here
     try:
+        cli_memory.apply(getattr(args, "max_memory", None))
         with cli_nki.engines_in_force(args):
             return _COMMANDS[args.command](args)
     except InternalError as err:

@@ -9,6 +9,7 @@ from collections import Counter
 
 from semantics.errors import UsageError
 from semantics.printer import print_program
+from verify.cli import memory
 from verify.cli import fanout as cli_fanout
 from verify.cli.args import check_strategy, strategy_help
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, parse_bounds
@@ -29,6 +30,7 @@ def add_parsers(sub) -> None:
                    help="check every generated kernel with parameters over 0..K (default 2)")
     cli_fanout.add_arguments(p, "the generated kernels")
     p.add_argument("--json", action="store_true")
+    memory.add_argument(p)
 
     p = sub.add_parser("mutate", help="mutate a kernel's synchronization and check that the verifier kills the mutants")
     p.add_argument("file", help="a .sync kernel, or an .mlir file (FILE.mlir:N names one of its cases)")
@@ -38,6 +40,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--max-states", type=int, default=CheckOptions().max_states)
     cli_fanout.add_arguments(p, "the mutants")
     p.add_argument("--json", action="store_true")
+    memory.add_argument(p)
 
 
 def cmd_search(args) -> int:

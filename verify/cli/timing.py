@@ -11,6 +11,7 @@ from pathlib import Path
 from semantics.errors import EvalError, UsageError
 from semantics.ir import Barrier, Program, walk_stmts
 from verify.api.timing import MAX_INSTANCES, run, unroll_bounded  # noqa: F401 (timed runs: the API's)
+from verify.cli import memory
 from verify.cli.args import check_strategy, strategy_help
 from verify.progress import Progress
 from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, simulate
@@ -32,15 +33,23 @@ def add_parsers(sub) -> None:
     p.add_argument("--profile", default="trainium", help="trainium (default), snax, or a path to a .toml profile")
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (ui.perfetto.dev)")
     p.add_argument("--json", action="store_true")
+    memory.add_argument(p)
 
     p = sub.add_parser("bench", help="time the kernel suite under every strategy")
     p.add_argument("kernels", nargs="*", metavar="KERNEL", help="kernel files (default: kernels/suite/*.sync)")
     p.add_argument("--profile", default="trainium")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a parameter value for every kernel that declares NAME (default: each kernel's "
+                        "`param N = default`)")
     p.add_argument("--out", metavar="DIR", help="write bench.png and per-kernel timeline PNGs here")
     p.add_argument("--json", action="store_true")
+    memory.add_argument(p)
 
 
-def valuation(program: Program, specs: list[str]) -> dict[str, int]:
+def valuation(program: Program, specs: list[str], only_declared: bool = False) -> dict[str, int]:
+    """The parameter values of one run: --param values, else the defaults. With
+    `only_declared` (bench, over several kernels) a --param the kernel does not declare
+    is left out instead of being an error."""
     values: dict[str, int] = {}
     declared = {p.name for p in program.params}
     for spec in specs:
@@ -48,6 +57,8 @@ def valuation(program: Program, specs: list[str]) -> dict[str, int]:
         if not match:
             raise UsageError(f"bad --param '{spec}': expected NAME=VALUE with a non-negative integer")
         if match.group(1) not in declared:
+            if only_declared:
+                continue
             raise UsageError(f"--param {match.group(1)}: the kernel has no such parameter")
         values[match.group(1)] = int(match.group(2))
     for p in program.params:
@@ -128,13 +139,15 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def bench_rows(paths: list[Path], profile: Profile, strategies=BENCH_STRATEGIES, progress=None):
-    """Per kernel and strategy: cycles, and ratios to barrier and oracle; plus timelines."""
+def bench_rows(paths: list[Path], profile: Profile, strategies=BENCH_STRATEGIES, progress=None,
+               params: list[str] = ()):
+    """Per kernel and strategy: cycles, and ratios to barrier and oracle; plus timelines.
+    `params` (NAME=VALUE) set the parameters of every kernel that declares them."""
     rows, timelines = [], {}
     for path in paths:
         name = kernel_name(path, paths)
         program = _load(str(path))
-        values = valuation(program, [])
+        values = valuation(program, list(params), only_declared=True)
         cycles, barriers = {}, {}
         kernel_strategies = _strategies(path, program, strategies)
         for strategy in kernel_strategies:
@@ -186,7 +199,8 @@ def cmd_bench(args) -> int:
         if not paths:
             raise UsageError(f"no kernels given and no suite at {SUITE}")
     out = _out_dir(args.out)
-    rows, timelines = bench_rows(paths, profile, progress=Progress("bench"))
+    _check_bench_params(args.param, paths)
+    rows, timelines = bench_rows(paths, profile, progress=Progress("bench"), params=args.param)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -196,6 +210,19 @@ def cmd_bench(args) -> int:
         pictures = _write_pictures(out, rows, timelines, paths, profile)
         print(f"pictures: {', '.join(str(p) for p in pictures)}", file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _check_bench_params(specs: list[str], paths: list[Path]) -> None:
+    """Every `bench --param NAME=VALUE` is well formed and names a parameter of some kernel."""
+    names: set[str] = set()
+    for spec in specs:
+        match = _VALUE.match(spec)
+        if not match:
+            raise UsageError(f"bad --param '{spec}': expected NAME=VALUE with a non-negative integer")
+        names.add(match.group(1))
+    declared = {p.name for path in paths for p in _load(str(path)).params} if names else set()
+    for name in sorted(names - declared):
+        raise UsageError(f"--param {name}: no kernel given has such a parameter")
 
 
 def _out_dir(text: str | None) -> Path | None:

@@ -1,0 +1,113 @@
+"""`verify --timeout`: one time limit for the whole command, counted from its start
+(docs/cli.md, "Time limits"), honoured by every phase before the all-values proof
+(which has its own budget).
+
+- The sync phase: the threshold planner calls a checkpoint before each of its stages
+  and before each op of its general stage (algorithm/threshold/pipeline.py, plan.py),
+  which reports where it is and raises DeadlineReached once the limit has passed; and
+  once it has passed, a watchdog thread interrupts Z3 (`Context.interrupt`, every
+  50 ms) until the command gets to that checkpoint, so that a long query does not
+  hold it up (an interrupted query answers unknown: whatever the planner makes of it
+  is never shown, because the limit has passed).
+- The bounded check: every progress message of the check (`verify.progress.Progress`,
+  which each engine calls before each valuation and during long ones) checks the limit.
+
+The command turns DeadlineReached into `unknown` (exit 3), never into a verdict.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from verify.engines.deadline import Deadline, DeadlineReached
+
+_INTERRUPT_EVERY = 0.05  # seconds between interruptions of Z3 once the limit has passed
+
+
+class CommandLimit:
+    """The time limit of one command: `seconds` from `began` (time.monotonic), or none.
+    Used as a context manager around the command; `disarm()` ends it early (before a
+    phase with a budget of its own)."""
+
+    def __init__(self, seconds: float | None, began: float, progress=None):
+        self.deadline = Deadline(None if seconds is None else began + seconds)
+        self.seconds = seconds
+        self.progress = progress
+        self.armed = seconds is not None
+        self.where = "starting"
+        self._in_phase = False
+        self._stop = threading.Event()
+        self._watchdog: threading.Thread | None = None
+
+    def check(self) -> None:
+        """Raise DeadlineReached once the limit has passed (while armed)."""
+        if self.armed and self.deadline.passed():
+            raise DeadlineReached(self.reason())
+
+    @property
+    def syncing(self) -> bool:
+        return self.where.startswith("syncing")
+
+    def phase(self, where: str) -> None:
+        """Enter a sync phase: remember it (for the reason), report it, check the limit."""
+        self.where = where
+        self._in_phase = True
+        try:
+            if self.progress is not None:
+                self.progress(where)
+        finally:
+            self._in_phase = False
+        self.check()
+
+    def during_check(self) -> None:
+        """A progress message of the bounded check (Progress.poll): check the limit."""
+        if not self._in_phase:
+            self.where = "running the bounded check"
+        self.check()
+
+    def reason(self) -> str:
+        return f"time limit reached: --timeout {self.seconds:g} s ran out while {self.where}"
+
+    def __enter__(self) -> "CommandLimit":
+        from algorithm.threshold import pipeline
+
+        self._previous = pipeline.checkpoint[0]
+        pipeline.checkpoint[0] = lambda where: self.phase(f"syncing: threshold {where}")
+        if self.armed:
+            self._watchdog = threading.Thread(target=self._watch, name="syncproof-timeout", daemon=True)
+            self._watchdog.start()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        from algorithm.threshold import pipeline
+
+        pipeline.checkpoint[0] = self._previous
+        self.disarm()
+        return False
+
+    def disarm(self) -> None:
+        """No limit from now on (the proof, with its own budget, follows)."""
+        self.armed = False
+        self._stop.set()
+        if self._watchdog is not None:
+            self._watchdog.join()
+            self._watchdog = None
+
+    def _watch(self) -> None:
+        self._stop.wait(max(0.0, self.deadline.left()))
+        while not self._stop.is_set():
+            _interrupt_z3()
+            self._stop.wait(_INTERRUPT_EVERY)
+
+
+def _interrupt_z3() -> None:
+    """Interrupt whatever every Z3 context of the process is solving (Z3_interrupt,
+    thread-safe; a context that is not solving ignores it). The contexts are found among
+    the collector's objects: the planner makes its own, and a fresh one for a retry."""
+    import gc
+
+    import z3
+
+    for thing in gc.get_objects():
+        if isinstance(thing, z3.Context):
+            thing.interrupt()
