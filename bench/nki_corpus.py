@@ -1,7 +1,7 @@
 """Which NKI kernels of a corpus the NKI front end imports unchanged (docs/nki.md).
 
     python bench/nki_corpus.py DIR [--json]
-    python bench/nki_corpus.py GIT_DIR --rev REV [--under PATH] [--json]
+    python bench/nki_corpus.py GIT_DIR --rev REV [--under PATH] [--verify] [--json]
 
 DIR: a directory of Python files (searched recursively). GIT_DIR: a git repository (a
 bare mirror works), read at REV with `git ls-tree` / `git show`, nothing checked out;
@@ -9,7 +9,10 @@ bare mirror works), read at REV with `git ls-tree` / `git show`, nothing checked
 `@nki.baremetal`, ...) is imported by name (semantics.nki.import_source) and reported
 as `imported` (with its op count) or `refused` with the error, `FILE:LINE:COL: error:
 ...`. The summary gives the share imported and counts the refusals by their message
-(the construct that stopped them). Nothing of the corpus is copied anywhere.
+(the construct that stopped them). --verify also syncs each imported kernel with the
+threshold strategy and verifies it within small bounds (every parameter at most 1, a
+time limit of 60 s per kernel): its verdict is added to the row. Nothing of the corpus
+is copied anywhere.
 """
 
 from __future__ import annotations
@@ -46,7 +49,17 @@ def files_of_git(repo: Path, rev: str, under: str | None):
             yield rel, git("show", f"{rev}:{rel}")
 
 
-def survey(files) -> list[dict]:
+def verdict(program) -> str:
+    import syncproof
+
+    options = syncproof.VerifyOptions(scope=syncproof.Scope.BOUNDED, max_param=1, timeout=60.0)
+    try:
+        return syncproof.verify(program, options).verdict.value
+    except SyncproofError as err:
+        return f"error: {err}"
+
+
+def survey(files, check: bool = False) -> list[dict]:
     rows = []
     for rel, text in files:
         if "nki" not in text:
@@ -65,6 +78,8 @@ def survey(files) -> list[dict]:
             else:
                 rows.append({"file": rel, "kernel": name, "status": "imported",
                              "ops": len(ops(imported.program)), "params": len(imported.program.params)})
+                if check:
+                    rows[-1]["verdict"] = verdict(imported.program)
     return rows
 
 
@@ -79,10 +94,12 @@ def main(argv=None) -> int:
     parser.add_argument("corpus", type=Path, help="a directory of .py files, or a git repository with --rev")
     parser.add_argument("--rev", help="read the git repository CORPUS at this revision")
     parser.add_argument("--under", help="only files below this path (relative to the corpus)")
+    parser.add_argument("--verify", action="store_true",
+                        help="sync (threshold) and verify each imported kernel within small bounds")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     files = files_of_git(args.corpus, args.rev, args.under) if args.rev else files_of_dir(args.corpus, args.under)
-    rows = survey(files)
+    rows = survey(files, args.verify)
     kernels = [r for r in rows if r["kernel"] is not None]
     imported = [r for r in kernels if r["status"] == "imported"]
     reasons = collections.Counter(reason(r["error"]) for r in rows if r["status"] == "refused")
@@ -93,9 +110,15 @@ def main(argv=None) -> int:
     for r in rows:
         where = f"{r['file']}:{r['kernel']}" if r["kernel"] else r["file"]
         detail = f"{r['ops']} ops, {r['params']} params" if r["status"] == "imported" else r["error"]
+        if "verdict" in r:
+            detail += f", verify: {r['verdict']}"
         print(f"{r['status']:<9} {where}  {detail}")
     share = 100.0 * len(imported) / len(kernels) if kernels else 0.0
     print(f"\n{len(imported)} of {len(kernels)} kernel functions imported unchanged ({share:.0f} %)")
+    if args.verify:
+        verdicts = collections.Counter(r["verdict"] for r in imported)
+        print("verify (threshold, bounded, parameters <= 1): " +
+              ", ".join(f"{n} {text}" for text, n in verdicts.most_common()))
     for text, count in reasons.most_common():
         print(f"  {count:>3}  {text}")
     return 0
