@@ -1,8 +1,12 @@
 """The second half of the mirror (lean_mirror.py): dependence, T_min, the reference and
 counter machines, the 32-bit range and the bounded checker of
 lean_export/lean/Syncproof/{Semantics,Check}.lean, one method per Lean definition under
-its Lean name, over one `Unrolled` (the Lean functions all take `u` first; results
-that depend on `u` only, `dependsOn` and `refStream`, are cached, which changes no value).
+its Lean name, over one `Unrolled` (the Lean functions all take `u` first). What
+depends on `u` only is computed once and cached, which changes no value: `dependsOn`,
+`refStream`, the producers of each instance (the `x` with `dependsOn u z x`), each
+instance's position in its engine's stream (an instance appears once in its stream, so
+"in the first k items" is "position < k"), and the prefix counts behind `countedDone`
+and `since` (one pass over the stream, the same folds).
 States are tuples of naturals, labels `(kind, inst)`.
 """
 
@@ -36,6 +40,11 @@ class Machines:
         self.u = u
         self._deps: dict = {}
         self._streams: dict = {}
+        self._producers: dict = {}
+        self._ref_pos: dict = {}
+        self._ctr_pos: dict = {}
+        self._counted: dict = {}
+        self._since: dict = {}
 
     # ------------------------------------------------------- dependence, T_min
 
@@ -90,10 +99,19 @@ class Machines:
 
     def completedRef(self, s, x):
         e = self.engineOf(x)
-        return any(i == x for i in self.refStream(e)[: nthD(s, e, 0) // 2])
+        if e not in self._ref_pos:
+            self._ref_pos[e] = {i: pos for pos, i in enumerate(self.refStream(e))}
+        pos = self._ref_pos[e].get(x)
+        return pos is not None and pos < nthD(s, e, 0) // 2
 
     def countedDone(self, s, e):
-        return sum(1 for i in self.refStream(e)[: nthD(s, e, 0) // 2] if self.countedInst(i))
+        if e not in self._counted:  # counted instances among the first k, for every k
+            counts = [0]
+            for i in self.refStream(e):
+                counts.append(counts[-1] + 1 if self.countedInst(i) else counts[-1])
+            self._counted[e] = counts
+        counts = self._counted[e]
+        return counts[min(nthD(s, e, 0) // 2, len(counts) - 1)]
 
     def triggerDoneRef(self, s, y):
         t = self.triggerOf(y)
@@ -101,7 +119,11 @@ class Machines:
 
     def producersDone(self, s, y):
         z = self.guarded(y)
-        return z is None or all(not self.dependsOn(z, x) or self.completedRef(s, x) for x in range(z))
+        if z is None:
+            return True
+        if z not in self._producers:
+            self._producers[z] = [x for x in range(z) if self.dependsOn(z, x)]
+        return all(self.completedRef(s, x) for x in self._producers[z])
 
     def refInit(self):
         return tuple(0 for _ in self.u.streams)
@@ -148,7 +170,11 @@ class Machines:
         return c
 
     def counterValue(self, s, f):
-        return self.since(nthD(self.u.incs, f, 1), nthD(self.u.streams, f, ()), nthD(s, f, 0) // 2)
+        if f not in self._since:  # `since` at every position of f's stream
+            inc, stream = nthD(self.u.incs, f, 1), nthD(self.u.streams, f, ())
+            self._since[f] = [self.since(inc, stream, pos) for pos in range(len(stream) + 1)]
+        values = self._since[f]
+        return values[min(nthD(s, f, 0) // 2, len(values) - 1)]
 
     def instWaits(self, y):
         i = nth_opt(self.u.insts, y)
@@ -156,7 +182,10 @@ class Machines:
 
     def completedCtr(self, s, x):
         e = self.engineOf(x)
-        return any(it == ("inst", x) for it in nthD(self.u.streams, e, ())[: nthD(s, e, 0) // 2])
+        if e not in self._ctr_pos:
+            self._ctr_pos[e] = {it[1]: pos for pos, it in enumerate(nthD(self.u.streams, e, ())) if it[0] == "inst"}
+        pos = self._ctr_pos[e].get(x)
+        return pos is not None and pos < nthD(s, e, 0) // 2
 
     def triggerDoneCtr(self, s, y):
         t = self.triggerOf(y)
