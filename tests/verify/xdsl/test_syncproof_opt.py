@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
@@ -66,7 +67,7 @@ def test_the_script_and_the_xdsl_universe_are_declared():
 
 def test_plain_xdsl_opt_finds_the_passes_and_the_dialect(tmp_path):
     """Through the entry point alone: xdsl-opt knows nothing of syncproof otherwise."""
-    xdsl_opt = shutil.which("xdsl-opt", path=str(__import__("pathlib").Path(sys.executable).parent))
+    xdsl_opt = shutil.which("xdsl-opt", path=str(Path(sys.executable).parent))
     if xdsl_opt is None:
         pytest.skip("xdsl-opt is not installed next to this Python")
     done = subprocess.run([xdsl_opt, "--allow-unregistered-dialect", "-p",
