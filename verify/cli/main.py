@@ -31,7 +31,8 @@ from verify.engines.explicit import InternalError
 from verify.cli.limits import CommandLimit
 from verify.engines.deadline import DeadlineReached
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds
-from verify.cli.report import result_json, result_text
+from verify.cli.report import add_format_arguments, output_format, result_json, result_text
+from verify.cli.sarif import sarif_log, unknown_log
 from verify.progress import Progress
 from verify.timing.scheduler import load_profile
 from verify.verdicts import PROPERTIES, CheckOptions, EngineName, Property, Verdict
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-smt", metavar="DIR", default=None,
                    help="(z3) write a query that ends 'unknown' to DIR as an .smt2 file")
     cli_prove.add_arguments(p)
-    p.add_argument("--json", action="store_true")
+    add_format_arguments(p)  # --format text|json|sarif, --json
     cli_memory.add_argument(p)
 
     cli_search.add_parsers(sub)
@@ -135,6 +136,7 @@ def _cmd_verify(args) -> int:
     check (verify/cli/limits.py); the all-values proof has its own budget."""
     began = getattr(args, "began", None) or time.monotonic()
     check_strategy(args.strategy)
+    args.json = output_format(args) == "json"
     program = cli_mlir.load(args.file)
     bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
@@ -181,7 +183,9 @@ def _cmd_verify(args) -> int:
 def _report_time_limit(args, limit: CommandLimit) -> int:
     """`--timeout` reached before the bounded check answered: unknown, exit 3."""
     reason = limit.reason()
-    if args.json:
+    if args.format == "sarif":
+        print(json.dumps(unknown_log(args.file, args.strategy, args.engine, args.property, reason), indent=2))
+    elif args.json:
         print(json.dumps({"verdict": Verdict.UNKNOWN.value, "holds": None, "property": args.property,
                           "scope": "bounded", "strategy": args.strategy, "engine": args.engine,
                           "complete": False, "reason": reason}, indent=2))
@@ -194,7 +198,9 @@ def _report_time_limit(args, limit: CommandLimit) -> int:
 def _print_result(args, report, extra=None) -> None:
     proof, proof_text = cli_prove.all_values(report, args.property)
     sync_result = report.sync
-    if args.json:
+    if args.format == "sarif":
+        print(json.dumps(sarif_log(report.result, args.file, args.strategy, proof), indent=2))
+    elif args.json:
         data = result_json(report.result, args.strategy)
         data["scope"] = report.scope.value
         data["all_values"] = proof
@@ -212,7 +218,9 @@ def _report_both_unknown(args, report) -> int:
     if report.disagreement:
         print(f"syncproof: internal error (a bug in syncproof): {report.result.reason}", file=sys.stderr)
     explicit, z3 = report.by_engine
-    if args.json:
+    if args.format == "sarif":
+        print(json.dumps(sarif_log(report.result, args.file, args.strategy), indent=2))
+    elif args.json:
         data = result_json(report.result, args.strategy)
         data["explicit"] = result_json(explicit, args.strategy)
         data["z3"] = result_json(z3, args.strategy)

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+from semantics.errors import UsageError
 from semantics.machines import Label
 from semantics.sequential import Unrolled, valuation_text
 from verify.verdicts import CheckResult, EngineName, Verdict
+
+
+FORMATS = ("text", "json", "sarif")
+
+
+def add_format_arguments(parser) -> None:
+    """`--format text|json|sarif` and `--json` (the same as `--format json`)."""
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="text (default), json (docs/schemas/verify.schema.json) or sarif (SARIF 2.1.0)")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+
+
+def output_format(args) -> str:
+    """The format the arguments ask for; a UsageError when --json and --format disagree."""
+    if args.json and args.format not in (None, "json"):
+        raise UsageError(f"--json and --format {args.format} disagree: give one of them")
+    return "json" if args.json else args.format or "text"
 
 
 def label_json(unrolled: Unrolled, label: Label) -> dict:
