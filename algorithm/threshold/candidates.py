@@ -23,7 +23,7 @@ from semantics.symbolic import domain, precedes, same_element, to_z3
 from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
 from semantics.simplify import cond as simplify_cond, simplify
 from algorithm.threshold.shapes import pair_shape
-from algorithm.threshold.cases import flatten, project
+from algorithm.threshold.cases import conjuncts, project
 
 
 @attrs.frozen
@@ -257,10 +257,9 @@ def _pending_conditions(x: Site, n: int, env, placeholder, u, ax, ay, where=(), 
                 for c in (Compare("<=", subst(stmt.lo, names), value), Compare("<", value, subst(stmt.hi, names))):
                     if not any(mentions(c, v) for v in later_vars):
                         out.append(simplify_cond(c))
-        elif step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
-            out.append(simplify_cond(subst(stmt.cond, env_u)))
-        elif not step.branch and not any(mentions(stmt.cond, v) for v in later_vars):
-            out.append(simplify_cond(Not(subst(stmt.cond, env_u))))
+        else:
+            out += [simplify_cond(subst(c, env_u)) for c in conjuncts(stmt.cond, step.branch)
+                    if not any(mentions(c, v) for v in later_vars)]
     for ix, iy in zip(ax.indices, ay.indices):
         if not any(mentions(e, v) for e in index_exprs(ix) for v in later_vars):
             out += [simplify_cond(c) for c in overlap_conditions(_subst_index(ix, env_u), iy)]
@@ -295,10 +294,8 @@ def _projected(x: Site, n: int, env_u, u, ax, ay, where, placeholder) -> list:
         if isinstance(stmt, For):
             var = names[stmt.var]
             found += [Compare("<=", subst(stmt.lo, names), var), Compare("<", var, subst(stmt.hi, names))]
-        elif step.branch:
-            found += flatten(subst(stmt.cond, names))
         else:
-            found.append(Not(subst(stmt.cond, names)))
+            found += conjuncts(subst(stmt.cond, names), step.branch)
     found += [subst(w, names) for w in where]
     for ix, iy in zip(ax.indices, ay.indices):
         found += overlap_conditions(_subst_index(ix, names), iy)

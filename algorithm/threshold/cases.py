@@ -25,7 +25,7 @@ unchanged (tests/algorithm/test_sync_outputs.py holds them).
 
 from __future__ import annotations
 
-from semantics.ir import Access, And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Range, Var
+from semantics.ir import Access, And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Range, Var
 from semantics.simplify import cond as simplify_cond
 from algorithm.threshold.counting import as_interval, mentions
 
@@ -121,3 +121,23 @@ def flatten(cond) -> list:
     if isinstance(cond, And):
         return flatten(cond.left) + flatten(cond.right)
     return [cond]
+
+
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def conjuncts(cond, holds: bool = True) -> list:
+    """The conjuncts of `cond` (of `not cond` when `holds` is False) with negations
+    pushed to the comparisons: an else branch of `if N < 0 or j >= 2` holds where
+    `N >= 0` and `j < 2`, two bounds the case analysis reads. A disjunction that holds
+    stays one conjunct."""
+    match cond:
+        case And(left=a, right=b) if holds:
+            return conjuncts(a) + conjuncts(b)
+        case Or(left=a, right=b) if not holds:
+            return conjuncts(a, False) + conjuncts(b, False)
+        case Not(operand=a):
+            return conjuncts(a, not holds)
+        case Compare(op=op, left=a, right=b) if not holds:
+            return [Compare(_NEGATED[op], a, b)]
+    return [cond] if holds else [Not(cond)]

@@ -106,7 +106,8 @@ def _floor_interval(c, w: str):
 
 
 def as_congruence(c, w: str):
-    """`(w + k) % m == r` (m free of w, assumed > 0): (m, r, residue of w) or None."""
+    """`(w + k) % m == r` or `(-w + k) % m == r` (m free of w, assumed > 0): (m, r,
+    residue of w) or None."""
     if not isinstance(c, Compare) or c.op != "==":
         return None
     for left, right in ((c.left, c.right), (c.right, c.left)):
@@ -116,6 +117,9 @@ def as_congruence(c, w: str):
             if solved and solved[0] == 1:
                 # w + k == r (mod m)  <=>  w % m == (r - k) % m, when 0 <= r < m
                 return m, right, simplify(BinOp("%", BinOp("-", right, solved[1]), m))
+            if solved and solved[0] == -1:
+                # -w + k == r (mod m)  <=>  w % m == (k - r) % m, when 0 <= r < m
+                return m, right, simplify(BinOp("%", BinOp("-", solved[1], right), m))
     return None
 
 
