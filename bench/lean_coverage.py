@@ -60,7 +60,7 @@ def main(argv=None) -> int:
                                                 + sorted((ROOT / "kernels" / "suite").glob("*.sync")))
     exported = refused = disagree = 0
     for path in paths:
-        name = path.relative_to(ROOT).as_posix() if path.is_absolute() else path.as_posix()
+        name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
         start = time.process_time()
         try:
             program = parse_file(str(path))
