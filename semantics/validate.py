@@ -104,6 +104,38 @@ def _check_queue_use(program: Program, op: Op) -> None:
                                   "the channel's own end", sync.loc)
 
 
+def _check_latency_sign(program: Program, op: Op) -> None:
+    """A latency that is an affine expression of the parameters alone (`lat 2 - N`) is
+    an error, for every command, when it is negative for some valuation the kernel allows:
+    parameters range upward from their lower bounds without limit, so a negative
+    coefficient makes it negative for large values, and else its least value is at the
+    lower bounds. Other latency expressions (over loop variables, or with `//`, `%`,
+    `min`, `max`, `if`, products) are checked where they are evaluated, at the values a
+    command runs (docs/language.md, "Latency")."""
+    from semantics.evaluate import eval_expr
+    from semantics.printer import print_expr
+    from semantics.simplify import linear
+
+    lower = {p.name: p.lower for p in program.params}
+    form = linear(op.lat)
+    terms = {mono: coef for mono, coef in form.items() if mono is not None}
+    if not all(len(mono) == 1 and isinstance(mono[0], Var) and mono[0].name in lower for mono in terms):
+        return
+    at = dict(lower)
+    least = eval_expr(op.lat, at)
+    for (var,), coef in sorted(terms.items(), key=lambda item: item[1]):
+        if least < 0:
+            break
+        if coef < 0:  # grow this parameter until the value drops below zero
+            at[var.name] += int(least // -coef) + 1
+            least = eval_expr(op.lat, at)
+    if least < 0:
+        where = ", ".join(f"{name} = {value}" for name, value in at.items() if name in {m[0].name for m in terms})
+        raise KernelError(f"the latency `{print_expr(op.lat)}` of op '{op.name}' is negative ({least}) at "
+                          f"{where or 'every valuation'}; a latency is non-negative for every parameter value "
+                          "at or above the lower bounds", op.lat.loc if getattr(op.lat, "loc", None) else op.loc)
+
+
 def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[str], op_names: dict) -> None:
     engines = set(program.engines)
     for stmt in body:
@@ -124,8 +156,9 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                 if isinstance(stmt.lat, int):
                     if stmt.lat < 0:
                         raise KernelError(f"negative latency {stmt.lat}", stmt.loc)
-                else:  # a latency expression; its sign is checked when it is evaluated
+                else:  # a latency expression: its sign, where it is decided statically
                     check_expr(stmt.lat, scope, all_loops, iters_allowed=False)
+                    _check_latency_sign(program, stmt)
                 for access in stmt.reads + stmt.writes:
                     for index in access.indices:
                         for part in index_exprs(index):

@@ -39,7 +39,7 @@ def test_a_group_starts_at_its_parenthesis_and_its_contents_inside():
 
 
 def test_nested_groups_start_at_the_outermost_parenthesis():
-    op, line = _op("A x reads b[0] lat ((N)) - 1")
+    op, line = _op("A x reads b[0] lat ((N)) + 1")  # (`- 1` is negative at N = 0: an error)
     assert op.lat.loc == _at(line, "((")
     assert op.lat.left.loc == _at(line, "N")
 
