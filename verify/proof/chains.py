@@ -5,6 +5,12 @@ may issue (in order on y's engine, or y waits on z's engine past z), and z's own
 indices in for z (quantifier-free), quantified chains bind them with one `ForAll` per
 path; masked waits are covered by y's producers, y's earlier instances or one step
 before a producer.
+
+DMA ops (verify/proof/queues.py): an earlier item of u's stream that is a DMA op has
+only *issued* when u may issue (its trigger completed, so its waits held), not
+completed; its transfer has completed only when u waits on its queue past it. So a
+DMA z covers through its waits (or through the trigger's own stream) once issued, and
+through its queue (in-order completion, FIFO per queue) only once completed.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import z3
 from semantics.context import Site
 from semantics.symbolic import conflicting_pairs
 
+from verify.proof.queues import forces, home, is_dma, needed
 from verify.proof.terms import last_candidates, witnesses
 
 MAX_HOPS = 3  # instances in a chain of "completed before" steps
@@ -41,14 +48,14 @@ class Chains:
             if not self._may_precede(z, y):
                 continue
             for kz in witnesses(self.terms, z, anchors, self.depth, self.options.max_witnesses, narrow=narrow):
-                before = self._before(z, kz, y, iy, waits_of_y)
-                cover = self._cover(z, kz, engine, lx, x, jx)
-                out.append(z3.Not(z3.And(*self.domain(z, kz), before, self.either(*cover))))
+                through = self._through(z, kz, y, iy, engine, lx, x, jx, waits_of_y)
+                if through is not None:
+                    out.append(z3.Not(z3.And(*self.domain(z, kz), *through)))
         for z1 in (sites if two_hops else []):
             if not self._may_precede(z1, y):
                 continue
             for k1 in witnesses(self.terms, z1, [(y, iy)], self.depth, TWO_HOP_WITNESSES):
-                first = [*self.domain(z1, k1), self._before(z1, k1, y, iy, waits_of_y)]
+                first = [*self.domain(z1, k1), self._issued(z1, k1, y, iy, waits_of_y)]
                 waits_of_z1: dict = {}
                 for z2 in covering:
                     if not self._may_precede(z2, z1):
@@ -56,48 +63,84 @@ class Chains:
                     for k2 in witnesses(self.terms, z2, [(z1, k1)] + anchors[1:], self.depth, TWO_HOP_WITNESSES):
                         if len(out) >= MAX_WITNESSED_CHAINS:
                             return out
-                        out.append(z3.Not(z3.And(*first, *self.domain(z2, k2), self._before(z2, k2, z1, k1, waits_of_z1),
-                                                 self.either(*self._cover(z2, k2, engine, lx, x, jx)))))
+                        through = self._through(z2, k2, z1, k1, engine, lx, x, jx, waits_of_z1)
+                        if through is not None:
+                            out.append(z3.Not(z3.And(*first, *self.domain(z2, k2), *through)))
         return out
 
     def _before(self, z: Site, kz: dict, u: Site, iu: dict, waits: dict | None = None):
-        """z's instance has completed when u's may issue: in-order on one engine, or
-        u waits on z's engine past z. None when u has no such wait. `waits`: u's
-        thresholds at iu by engine, filled as they are built (one instance of u)."""
-        if z.op.engine == u.op.engine:
+        """z's instance (a DMA op's transfer) has completed when u's may issue: in-order
+        on one engine, or u waits on z's engine (its queue) past z. None when u has no
+        such wait. `waits`: u's thresholds at iu by engine, filled as they are built
+        (one instance of u)."""
+        if z.op.engine == u.op.engine and not is_dma(z.op):
             return self.precedes(z, kz, u, iu)
+        engine = home(z.op)
         if waits is None:
-            via = self.terms.threshold(u, z.op.engine, iu)
+            via = self.terms.threshold(u, engine, iu)
         else:
-            if z.op.engine not in waits:
-                waits[z.op.engine] = self.terms.threshold(u, z.op.engine, iu)
-            via = waits[z.op.engine]
-        return None if via is None else via >= self.terms.local(z, z.op.engine, kz) + 1
+            if engine not in waits:
+                waits[engine] = self.terms.threshold(u, engine, iu)
+            via = waits[engine]
+        return None if via is None else forces(via, self.terms.steps[engine], self.terms.local(z, engine, kz))
+
+    def _issued(self, z: Site, kz: dict, u: Site, iu: dict, waits: dict | None = None):
+        """z's waits held before u's may issue: `_before`, or for a DMA op also its
+        trigger earlier in u's stream. None when neither."""
+        if not is_dma(z.op):
+            return self._before(z, kz, u, iu, waits)
+        facts = [f for f in (self.precedes(z, kz, u, iu) if z.op.engine == u.op.engine else None,
+                             self._before(z, kz, u, iu, waits)) if f is not None]
+        return None if not facts else facts[0] if len(facts) == 1 else self.either(*facts)
+
+    def _through(self, z: Site, kz: dict, u: Site, iu: dict, engine: str, lx, x: Site | None = None,
+                 jx: dict | None = None, waits: dict | None = None) -> list | None:
+        """Facts (a conjunction) saying z's instance, completed or issued before u's may
+        issue, forces the instance of `engine` with local index lx (x's at jx) complete;
+        None when z cannot. A DMA op covers through its waits once issued, through its
+        queue only once completed."""
+        if not is_dma(z.op):
+            before, cover = self._before(z, kz, u, iu, waits), self._cover(z, kz, engine, lx, x, jx)
+            return None if before is None or not cover else [before, self.either(*cover)]
+        ways = []
+        for reached, cover in ((self._issued(z, kz, u, iu, waits), self._cover(z, kz, engine, lx, x, jx, done=False)),
+                               (self._before(z, kz, u, iu, waits), self._cover(z, kz, engine, lx, x, jx))):
+            if reached is not None and cover:
+                ways.append(z3.And(reached, self.either(*cover)))
+        return [self.either(*ways)] if ways else None
 
     @staticmethod
     def _may_precede(z: Site, u: Site) -> bool:
-        """`_before(z, ..., u, ...)` is not None, told without building its terms."""
-        return z.op.engine == u.op.engine or any(w.engine == z.op.engine for w in u.op.waits)
+        """`_issued(z, ..., u, ...)` is not None, told without building its terms."""
+        return z.op.engine == u.op.engine or any(w.engine == home(z.op) for w in u.op.waits)
 
     @staticmethod
     def _may_cover(z: Site, engine: str) -> bool:
         """`_cover(z, ..., engine, ...)` is not empty, told without building its terms."""
-        return z.op.engine == engine or any(w.engine == engine for w in z.op.waits)
+        return z.op.engine == engine or home(z.op) == engine or any(w.engine == engine for w in z.op.waits)
 
-    def _cover(self, z: Site, kz: dict, engine: str, lx, x: Site | None = None, jx: dict | None = None) -> list:
+    def _cover(self, z: Site, kz: dict, engine: str, lx, x: Site | None = None, jx: dict | None = None,
+               done: bool = True) -> list:
         """z's issue forces the instance of `engine` with local index lx complete (x's
-        instance at jx, when given)."""
+        instance at jx, when given). `done`: z's own instance has completed too (for a
+        DMA op: its transfer, not only its trigger); otherwise only what its issue forces."""
         out = []
         tz = self.terms.threshold(z, engine, kz)
         if tz is not None:
-            out.append(tz >= lx + 1)
-        if z.op.engine == engine:
+            out.append(forces(tz, self.terms.steps[engine], lx))
+        if is_dma(z.op) and z.op.engine == engine:
+            # z's trigger has completed, so has every earlier item of its engine's stream.
+            out.append(self.terms.local(z, engine, kz) >= lx + 1)
+            if x is not None and home(x.op) == engine:
+                out.append(self.precedes(x, jx, z, kz))
+        if done and home(z.op) == engine:
             out.append(self.terms.local(z, engine, kz) >= lx)
-            if x is not None and x.op.engine == engine:
+            if x is not None and home(x.op) == engine:
                 # The same fact without counts: an engine completes its instances in
-                # program order, so x's instance before z's has completed when z's has
-                # (flash attention's `fexp` after `mupd`, through the first `fmul`: the
-                # counts' comparison is a non-linear inequality, the order is linear).
+                # program order (a queue its transfers, FIFO), so x's instance before
+                # z's has completed when z's has (flash attention's `fexp` after `mupd`,
+                # through the first `fmul`: the counts' comparison is a non-linear
+                # inequality, the order is linear).
                 out.append(self.precedes(x, jx, z, kz))
         return out
 
@@ -113,21 +156,24 @@ class Chains:
                 u, iu, _ = path[-1]
                 for z in self.terms.sites.values():
                     kz = self.terms.env(z, f"k{hop}")
-                    before = self._before(z, kz, u, iu)
-                    if before is None:
+                    issued = self._issued(z, kz, u, iu)  # enough for a step inside the path
+                    if issued is None:
                         continue
-                    grown.append(path + ((z, kz, before),))
+                    grown.append(path + ((z, kz, issued),))
             paths = grown[:MAX_PATHS]
             for path in paths:
                 z, kz, _ = path[-1]
-                cover = self._cover(z, kz, engine, lx)
-                if not cover:
+                u, iu, _ = path[-2]
+                through = self._through(z, kz, u, iu, engine, lx)
+                if through is None:
                     continue
                 facts, bound = [], []
-                for zi, ki, before in path[1:]:
-                    facts += self.domain(zi, ki) + [before]
+                for zi, ki, issued in path[1:-1]:
+                    facts += self.domain(zi, ki) + [issued]
                     bound += [ki[loop.var] for loop in zi.loops]
-                body = z3.Not(z3.And(*facts, self.either(*cover)))
+                facts += self.domain(z, kz)
+                bound += [kz[loop.var] for loop in z.loops]
+                body = z3.Not(z3.And(*facts, *through))
                 out.append(z3.ForAll(bound, body) if bound else body)
         return out
 
@@ -139,19 +185,19 @@ class Chains:
         t = self.terms
         engine = wait.engine
         out = []
-        sources = [(x, jx) for x in t.sites.values() if x.op.engine != y.op.engine and conflicting_pairs(x.op, y.op)
+        sources = [(x, jx) for x in t.sites.values() if home(x.op) != home(y.op) and conflicting_pairs(x.op, y.op)
                    for jx in last_candidates(t, x, y, iy, self.depth)]
-        need = threshold - 1
+        need = needed(threshold, t.steps[engine])  # the local index whose completion gives C[F] >= t
         completed = []  # per source: its instance is a producer of y's that has completed
         for x, jx in sources:
             done = [*self.domain(x, jx), self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy)]
             completed.append(done)
             out.append(z3.Not(z3.And(*done, self.either(*self._cover(x, jx, engine, need)))))
         for z in t.sites.values():  # y's engine: in-order, its earlier instances have completed
-            if z.op.engine != y.op.engine:
+            if z.op.engine != y.op.engine:  # (a DMA op's trigger, not its transfer)
                 continue
             for kz in witnesses(t, z, [(y, iy)], self.depth, self.options.max_witnesses):
-                cover = self._cover(z, kz, engine, need)
+                cover = self._cover(z, kz, engine, need, done=not is_dma(z.op))
                 if cover:
                     out.append(z3.Not(z3.And(*self.domain(z, kz), self.precedes(z, kz, y, iy), self.either(*cover))))
         for (x, jx), done in zip(sources, completed):  # one step back from a producer
@@ -160,6 +206,7 @@ class Chains:
                 if not (self._may_precede(z, x) and self._may_cover(z, engine)):
                     continue
                 for kz in witnesses(t, z, [(x, jx)], self.depth, TWO_HOP_WITNESSES):
-                    out.append(z3.Not(z3.And(*done, *self.domain(z, kz), self._before(z, kz, x, jx, waits_of_x),
-                                             self.either(*self._cover(z, kz, engine, need)))))
+                    through = self._through(z, kz, x, jx, engine, need, waits=waits_of_x)
+                    if through is not None:
+                        out.append(z3.Not(z3.And(*done, *self.domain(z, kz), *through)))
         return out

@@ -12,7 +12,8 @@ algorithm/threshold/counting.py and must not be trusted here), with sympy polyno
   conditions hold).
 - An *expression* (a loop bound) becomes a partition: pieces whose conditions are
   disjoint and cover everything, so `min`, `max` and `if` split the space.
-- The count of a statement is structural: an op counts 1 if it is a target; `if`
+- The count of a statement is structural: an op counts 1 if it is a target (a DMA op
+  on its queue, not on its triggering engine: triggers do not count); `if`
   guards its branches with its condition; a loop sums its body over its range.
 - A sum over a loop index w of a piece turns the piece's atoms on w into bounds
   (verify/proof/sums.py): a coefficient +-1 gives w's bound itself, another constant
@@ -51,6 +52,7 @@ from verify.engines.deadline import NO_DEADLINE, Deadline
 from verify.proof.pieces import (  # noqa: F401  (Unsupported, Atoms: re-exported)
     MAX_PIECES, Atoms, Unsupported, combine, const, simplify_pieces, sym,
 )
+from verify.proof.queues import home
 from verify.proof.sums import loop_sum
 
 
@@ -151,7 +153,8 @@ class Counter:
         self._cache: dict = {}
 
     def _hits(self, stmt, target) -> bool:
-        return target[0] == "engine" and isinstance(stmt, Op) and stmt.engine == target[1]
+        # A DMA op counts on its queue, never on its triggering engine (verify/proof/queues.py).
+        return target[0] == "engine" and isinstance(stmt, Op) and home(stmt) == target[1]
 
     def body_count(self, body, target, env: dict) -> tuple:
         pieces = []

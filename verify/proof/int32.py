@@ -6,10 +6,10 @@ value P such that, for every valuation with every parameter in [its lower bound,
 (the kernel's assumptions), no counter and no evaluated threshold leaves
 [-2^31, 2^31 - 1]:
 
-- a counter: the program is barrier-free (the proof refuses barriers) and every
-  counter steps by one (it refuses DMA queues), so C[F] reaches k + 1 after the
-  instance with local index k on F; it leaves the range iff some instance of F has a
-  local index >= 2^31 - 1;
+- a counter: the program is barrier-free (the proof refuses barriers), so C[F] reaches
+  s * (k + 1) after the instance with local index k on F, s its increment (1 for a
+  compute engine, the queue's for a DMA queue; triggers do not count); it leaves the
+  range iff some instance of F has s * (k + 1) > 2^31 - 1 (k >= 2^31 - 1 when s = 1);
 - a threshold: some wait's value at some instance is outside the range.
 
 A violation is a disjunction of cases, one per op and kind (its counter, each of its
@@ -39,6 +39,8 @@ import attrs
 import z3
 
 from semantics.ir import INT32_MAX, INT32_MIN
+
+from verify.proof.queues import home
 
 from verify.verdicts import ProofStatus
 
@@ -74,14 +76,18 @@ class RangeLimit:
 
 def violations(prover) -> list[z3.BoolRef]:
     """In the proof's own Z3 context (prover.ctx), one case per op and kind: some
-    instance of the op has a local index >= 2^31 - 1 on its engine, or one of its waits
+    instance of the op brings its counter (its engine's, a DMA op's queue's) above
+    2^31 - 1, or one of its waits
     has a value outside the signed 32-bit range. A violation is any of them."""
     terms = prover.terms
     cases = []
     for y in terms.sites.values():
         env = terms.env(y, "r")
         domain = prover.domain(y, env)
-        cases.append(z3.And(*domain, terms.local(y, y.op.engine, env) >= INT32_MAX))
+        engine = home(y.op)
+        step = terms.steps[engine]
+        local = terms.local(y, engine, env)
+        cases.append(z3.And(*domain, local >= INT32_MAX if step == 1 else step * (local + 1) > INT32_MAX))
         for wait in y.op.waits:
             value = terms.wait_term(y, wait, env)
             cases.append(z3.And(*domain, prover.either(value < INT32_MIN, value > INT32_MAX)))

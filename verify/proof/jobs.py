@@ -36,6 +36,7 @@ from semantics.symbolic import conflicting_pairs
 
 from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
+from verify.proof.queues import home
 from verify.proof.server import start_workers
 from verify.proof.obligations import (
     PROVED, Obligation, Prover, bound_divisors, divisors, loop_sites,
@@ -68,10 +69,10 @@ def tasks(program: Program, property: str) -> list[Task]:
     found += [Task(ObligationKind.DEFINED, name) for name, y in ops.items() if divisors(y.op)]
     for name, y in ops.items():
         for engine in program.engines:
-            if engine == y.op.engine:
+            if engine == home(y.op):  # a DMA op's transfer runs on its queue
                 continue
             found += [Task(ObligationKind.SOUND, name, engine, x_name) for x_name, x in ops.items()
-                      if x.op.engine == engine and conflicting_pairs(x.op, y.op)]
+                      if home(x.op) == engine and conflicting_pairs(x.op, y.op)]
         kind = ObligationKind.EXACT if property == Property.BISIMULATION else ObligationKind.LIVE
         found += [Task(kind, name, w.engine, wait=n) for n, w in enumerate(y.op.waits)]
     return found

@@ -20,6 +20,7 @@ from verify.engines.deadline import Deadline
 from verify.proof.cases import Cases
 from verify.proof.options import ProofOptions, budget_ran_out, domain_lower  # noqa: F401 (public here too)
 from verify.proof.chains import Chains
+from verify.proof.queues import beyond, forces, home, is_dma, reaches
 from verify.proof.terms import Terms, depth, last_candidates, lex_le, op_expressions, witnesses
 from verify.verdicts import ObligationKind, ProofStatus
 
@@ -203,6 +204,11 @@ class Prover(Chains, Cases):
     def sound(self, y: Site, engine: str, x: Site) -> Obligation:
         t = self.terms
         name = Obligation(ObligationKind.SOUND, y.op.name, engine, x.op.name)
+        if is_dma(y.op) and engine == y.op.engine and home(x.op) == engine:
+            # x runs on the stream of y's trigger and precedes y (a dependence): the trigger
+            # issues only after x completed, and y's transfer only after its trigger.
+            return attrs.evolve(name, status=PROVED)
+        step = t.steps[engine]
         iy, jx = t.env(y, "y"), t.env(x, "x")
         dep = self.domain(y, iy) + self.domain(x, jx) + [self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy)]
         own = t.threshold(y, engine, iy)
@@ -230,7 +236,8 @@ class Prover(Chains, Cases):
                     producer, lasts = producer[:size], lasts[:size]
                     break
                 size *= 2
-            late = [z3.And(p, z3.Not(own >= t.local(x, engine, w) + 1) if own is not None else z3.BoolVal(True, self.ctx))
+            late = [z3.And(p, z3.Not(forces(own, step, t.local(x, engine, w))) if own is not None
+                           else z3.BoolVal(True, self.ctx))
                     for p, w in zip(producer, lasts)]
             first = self._run(name, self.domain(y, iy) + [self.either(*late)])
             if first.status == PROVED:
@@ -251,7 +258,7 @@ class Prover(Chains, Cases):
         lx = t.local(x, engine, jx)
         own = t.threshold(y, engine, iy)
         own_domain = self.domain(y, iy)
-        rest = facts + [z3.Not(own >= lx + 1) if own is not None else z3.BoolVal(True, self.ctx)]
+        rest = facts + [z3.Not(forces(own, t.steps[engine], lx)) if own is not None else z3.BoolVal(True, self.ctx)]
         base = own_domain + rest
         first = self._run(name, base)
         if first.status == UNKNOWN and witnessed and own is not None:
@@ -303,8 +310,9 @@ class Prover(Chains, Cases):
         in program order can always issue once what is in flight has completed."""
         iy = self.terms.env(y, "y")
         threshold = self.terms.wait_term(y, wait, iy)
+        step = self.terms.steps[wait.engine]
         return self._run(Obligation(ObligationKind.LIVE, y.op.name, wait.engine),
-                         self.domain(y, iy) + [threshold > self.terms.local(y, wait.engine, iy)])
+                         self.domain(y, iy) + [beyond(threshold, step, self.terms.local(y, wait.engine, iy))])
 
     def exact(self, y: Site, wait) -> Obligation:
         t = self.terms
@@ -312,11 +320,15 @@ class Prover(Chains, Cases):
         threshold = t.wait_term(y, wait, iy)
         own_domain = self.domain(y, iy)
         facts = own_domain + [threshold >= 1]
-        producers = [x for x in t.sites.values() if x.op.engine == wait.engine and conflicting_pairs(x.op, y.op)]
+        # A DMA op's transfers on its own queue are no producers of it (FIFO, one engine),
+        # and its trigger issues before they complete: they supply none of its waits.
+        producers = [x for x in t.sites.values() if home(x.op) == wait.engine and conflicting_pairs(x.op, y.op)
+                     and not (is_dma(y.op) and home(y.op) == wait.engine)]
+        step = t.steps[wait.engine]
 
         def supplies(x, jx):
             return z3.And(*self.domain(x, jx), self.precedes(x, jx, y, iy), self.conflict(x.op, jx, y.op, iy),
-                          t.local(x, wait.engine, jx) + 1 >= threshold)
+                          reaches(threshold, step, t.local(x, wait.engine, jx)))
 
         name = Obligation(ObligationKind.EXACT, y.op.name, wait.engine)
         # The narrow last-producer candidates alone first: a small query, and usually

@@ -21,6 +21,7 @@ from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
 from verify.proof.counts import Counter, to_z3 as count_z3
+from verify.proof.queues import steps
 
 
 class Terms:
@@ -34,6 +35,7 @@ class Terms:
         self.deadline = deadline
         self.counter = Counter(program, deadline)
         self.params = param_env(program, ctx)
+        self.steps = steps(program)  # what a completion adds, per engine or queue
         self.sites = sites(program)
         # Divisors over parameters only (a[i % (D + 1)] reuses a slot D + 1 iterations later).
         names = set(self.params)
@@ -48,7 +50,7 @@ class Terms:
 
     def local(self, site: Site, engine: str, env: dict):
         """F-instances before the instance of `site` at `env` (its local index on F
-        when it runs on F)."""
+        when it runs on F; a queue's transfers count on the queue, triggers nowhere)."""
         self.deadline.check()
         return count_z3(self.counter.before(site, ("engine", engine)), env, self.counter.atoms, self.ctx)
 
