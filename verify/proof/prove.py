@@ -89,9 +89,6 @@ def _why_not(program: Program) -> str | None:
         return "the program has barriers; the all-values proof covers barrier-free counter programs"
     if any(isinstance(s, Op) and s.syncs for s in walk_stmts(program.body)):
         return "the program has flag or token clauses; the all-values proof covers counter waits only"
-    if program.queues:
-        return ("the program has DMA queues (`queue`, `via`); the all-values proof covers compute engines whose "
-                "counters step by one, and does not bound the signed 32-bit range: check it with `--scope bounded`")
     return None
 
 
