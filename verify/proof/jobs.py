@@ -37,7 +37,6 @@ from semantics.symbolic import conflicting_pairs
 from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
 from verify.proof.queues import home
-from verify.proof.queues import home
 from verify.proof.server import start_workers
 from verify.proof.obligations import (
     PROVED, Obligation, Prover, bound_divisors, divisors, loop_sites,

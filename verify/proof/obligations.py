@@ -21,7 +21,6 @@ from verify.proof.cases import Cases
 from verify.proof.options import ProofOptions, budget_ran_out, domain_lower  # noqa: F401 (public here too)
 from verify.proof.chains import Chains
 from verify.proof.queues import beyond, forces, home, is_dma, reaches
-from verify.proof.queues import beyond, forces, home, is_dma, reaches
 from verify.proof.terms import Terms, depth, last_candidates, lex_le, op_expressions, witnesses
 from verify.verdicts import ObligationKind, ProofStatus
 
@@ -205,11 +204,6 @@ class Prover(Chains, Cases):
     def sound(self, y: Site, engine: str, x: Site) -> Obligation:
         t = self.terms
         name = Obligation(ObligationKind.SOUND, y.op.name, engine, x.op.name)
-        if is_dma(y.op) and engine == y.op.engine and home(x.op) == engine:
-            # x runs on the stream of y's trigger and precedes y (a dependence): the trigger
-            # issues only after x completed, and y's transfer only after its trigger.
-            return attrs.evolve(name, status=PROVED)
-        step = t.steps[engine]
         if is_dma(y.op) and engine == y.op.engine and home(x.op) == engine:
             # x runs on the stream of y's trigger and precedes y (a dependence): the trigger
             # issues only after x completed, and y's transfer only after its trigger.
