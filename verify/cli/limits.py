@@ -5,8 +5,9 @@
 - The sync phase: the threshold planner calls a checkpoint before each of its stages
   and before each op of its general stage (algorithm/threshold/pipeline.py, plan.py),
   which reports where it is and raises DeadlineReached once the limit has passed; and
-  once it has passed, a watchdog thread interrupts Z3 (`Context.interrupt`, every
-  50 ms) until the command gets to that checkpoint, so that a long query does not
+  once it has passed, a watchdog thread interrupts the Z3 contexts made since the
+  command started (`Context.interrupt`, every 50 ms) until the command gets to that
+  checkpoint, so that a long query does not
   hold it up (an interrupted query answers unknown: whatever the planner makes of it
   is never shown, because the limit has passed).
 - The bounded check: every progress message of the check (`verify.progress.Progress`,
@@ -18,6 +19,7 @@ The command turns DeadlineReached into `unknown` (exit 3), never into a verdict.
 from __future__ import annotations
 
 import threading
+import weakref
 
 from verify.engines.deadline import Deadline, DeadlineReached
 
@@ -38,6 +40,7 @@ class CommandLimit:
         self._in_phase = False
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
+        self._contexts = _Contexts()
 
     def check(self) -> None:
         """Raise DeadlineReached once the limit has passed (while armed)."""
@@ -74,6 +77,7 @@ class CommandLimit:
         self._previous = pipeline.checkpoint[0]
         pipeline.checkpoint[0] = lambda where: self.phase(f"syncing: threshold {where}")
         if self.armed:
+            self._contexts.install()
             self._watchdog = threading.Thread(target=self._watch, name="syncproof-timeout", daemon=True)
             self._watchdog.start()
         return self
@@ -92,22 +96,51 @@ class CommandLimit:
         if self._watchdog is not None:
             self._watchdog.join()
             self._watchdog = None
+        self._contexts.uninstall()
 
     def _watch(self) -> None:
         self._stop.wait(max(0.0, self.deadline.left()))
         while not self._stop.is_set():
-            _interrupt_z3()
+            self._contexts.interrupt()
             self._stop.wait(_INTERRUPT_EVERY)
 
 
-def _interrupt_z3() -> None:
-    """Interrupt whatever every Z3 context of the process is solving (Z3_interrupt,
-    thread-safe; a context that is not solving ignores it). The contexts are found among
-    the collector's objects: the planner makes its own, and a fresh one for a retry."""
-    import gc
+class _Contexts:
+    """The Z3 contexts made while a limit runs: `z3.Context` is swapped for a subclass
+    that registers each new one (the planner makes its own, and a fresh one for a
+    retry), so that the watchdog can interrupt them. (Looking them up among the
+    collector's objects instead would expose half-built tuples of the running thread.)"""
 
-    import z3
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._refs: list = []
+        self._original = None
 
-    for thing in gc.get_objects():
-        if isinstance(thing, z3.Context):
-            thing.interrupt()
+    def install(self) -> None:
+        import z3
+
+        contexts, original = self, z3.Context
+
+        class Tracked(original):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                with contexts._lock:
+                    contexts._refs.append(weakref.ref(self))
+
+        self._original, z3.Context = original, Tracked
+
+    def uninstall(self) -> None:
+        import z3
+
+        if self._original is not None:
+            z3.Context, self._original = self._original, None
+
+    def interrupt(self) -> None:
+        """Interrupt whatever each live context is solving (Z3_interrupt is thread-safe; a
+        context that is not solving ignores it)."""
+        with self._lock:
+            self._refs = [ref for ref in self._refs if ref() is not None]
+            live = [ref() for ref in self._refs]
+        for context in live:
+            if context is not None:
+                context.interrupt()

@@ -285,18 +285,26 @@ def find_over_synchronized(unrolled: Unrolled, lay: Layout, dag: Clocks, sources
     return best
 
 
-def decide(unrolled: Unrolled, sources_of=wait_sources, close=pass_barriers, needs_of=reference_needs) -> ValuationResult:
+def decide(unrolled: Unrolled, sources_of=wait_sources, close=pass_barriers, needs_of=reference_needs,
+           passed=lambda: False) -> ValuationResult:
     """The verdict of one valuation, with a shortest witness. `sources_of`, `close` and
     `needs_of` are the rules of the construction (the tests swap in broken ones to see
-    them caught)."""
+    them caught). `passed()` is asked between the steps: once it is true the answer is
+    unknown (a time limit)."""
     lay = layout(unrolled)
     sources = sources_of(unrolled, lay)
+    if passed():
+        return _TIME_LIMIT
     dag = clocks(unrolled, lay, sources)
     need = needs_of(unrolled)
+    if passed():
+        return _TIME_LIMIT
     finding = find_unsound(unrolled, lay, dag, need)
     if finding is None and any(v < 2 * len(s) for v, s in zip(dag.stuck, unrolled.streams)):
         finding = (label_count(dag.stuck, lay), Verdict.DEADLOCK, list(dag.stuck))
     if finding is None:
+        if passed():
+            return _TIME_LIMIT
         finding = find_over_synchronized(unrolled, lay, dag, sources, need, close)
     if finding is None:
         return ValuationResult(Verdict.BISIMILAR, dag.events, None, frozenset())
@@ -330,8 +338,15 @@ def witness(unrolled: Unrolled, lay: Layout, dag: Clocks, verdict: Verdict, fron
 
 def decide_valuation(unrolled: Unrolled, options: CheckOptions, deadline: float | None = None,
                      on_progress=None) -> ValuationResult:
-    """One valuation, in the shape `check_valuations` calls."""
-    return decide(unrolled)
+    """One valuation, in the shape `check_valuations` calls: unknown when `deadline` (on
+    `options.clock`) passes before it or between the steps of `decide`."""
+    if deadline is None:
+        return decide(unrolled)
+    passed = lambda: options.clock() >= deadline  # noqa: E731
+    return _TIME_LIMIT if passed() else decide(unrolled, passed=passed)
+
+
+_TIME_LIMIT = ValuationResult(Verdict.UNKNOWN, 0, None, frozenset(), reason="time limit reached")
 
 
 def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: CheckOptions = CheckOptions(),
