@@ -40,11 +40,12 @@ from tests.lean_export.lean_terms import read_module
 
 from tests.support.corpus import DATA_DIR, ROOT
 
-# The corpus, its bugs, and the suite kernels that export in about a second (range
-# accesses, latency expressions); replica groups: a threshold case.
+# The corpus, its bugs, the suite kernels that export in about a second (range
+# accesses, latency expressions), and tests/data/lean_cases (replica groups with ranges,
+# a DMA transfer with a producer and an increment).
 KERNELS = (sorted((ROOT / "kernels").glob("*.sync")) + sorted((ROOT / "kernels" / "bugs").glob("*.sync"))
            + [ROOT / "kernels" / "suite" / f"{name}.sync" for name in ("layernorm", "paged_decode_attention", "rmsnorm")]
-           + [DATA_DIR / "lean_cases" / "replica_ranges.sync"])
+           + sorted((DATA_DIR / "lean_cases").glob("*.sync")))
 GOLDEN = DATA_DIR / "lean_golden"
 UPDATE = os.environ.get("SYNCPROOF_UPDATE_GOLDEN") == "1"
 SHARED = "_shared"  # files that are the same for every kernel (library, lakefile, toolchain)
