@@ -40,8 +40,8 @@ def tileTranspose2d : Program :=
 /-- For every parameter valuation the kernel is defined for (each parameter at or
 above its lower bound, no run-time error) and whose semaphores and thresholds stay
 in the signed 32-bit range, the counter semantics (its waits and barriers) is
-bisimilar to the reference semantics. syncproof's
-explicit checker found it bisimilar for every valuation with N in 0..2, M in 0..2; the general proof is open. -/
+bisimilar to the reference semantics. syncproof's explicit checker found it
+bisimilar for every valuation with N in 0..2, M in 0..2; the general proof is open. -/
 theorem tileTranspose2d_bisim : ∀ v : Valuation, ValidValuation tileTranspose2d v → InInt32Range tileTranspose2d v →
     Bisimilar (refLTS tileTranspose2d v) (ctrLTS tileTranspose2d v) := by
   sorry -- PROOF OBLIGATION: bisimilarity for all parameter values

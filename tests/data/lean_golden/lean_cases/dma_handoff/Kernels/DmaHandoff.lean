@@ -29,8 +29,8 @@ def dmaHandoff : Program :=
 /-- For every parameter valuation the kernel is defined for (each parameter at or
 above its lower bound, no run-time error) and whose semaphores and thresholds stay
 in the signed 32-bit range, the counter semantics (its waits and barriers) is
-bisimilar to the reference semantics. syncproof's
-explicit checker found it bisimilar for every valuation with N in 0..2; the general proof is open. -/
+bisimilar to the reference semantics. syncproof's explicit checker found it
+bisimilar for every valuation with N in 0..2; the general proof is open. -/
 theorem dmaHandoff_bisim : ∀ v : Valuation, ValidValuation dmaHandoff v → InInt32Range dmaHandoff v →
     Bisimilar (refLTS dmaHandoff v) (ctrLTS dmaHandoff v) := by
   sorry -- PROOF OBLIGATION: bisimilarity for all parameter values

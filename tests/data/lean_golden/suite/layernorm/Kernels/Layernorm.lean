@@ -38,8 +38,8 @@ def layernorm : Program :=
 /-- For every parameter valuation the kernel is defined for (each parameter at or
 above its lower bound, no run-time error) and whose semaphores and thresholds stay
 in the signed 32-bit range, the counter semantics (its waits and barriers) is
-bisimilar to the reference semantics. syncproof's
-explicit checker found it bisimilar for every valuation with RT in 0..2, NS in 0..2; the general proof is open. -/
+bisimilar to the reference semantics. syncproof's explicit checker found it
+bisimilar for every valuation with RT in 0..2, NS in 0..2; the general proof is open. -/
 theorem layernorm_bisim : ∀ v : Valuation, ValidValuation layernorm v → InInt32Range layernorm v →
     Bisimilar (refLTS layernorm v) (ctrLTS layernorm v) := by
   sorry -- PROOF OBLIGATION: bisimilarity for all parameter values

@@ -36,8 +36,8 @@ def rmsnorm : Program :=
 /-- For every parameter valuation the kernel is defined for (each parameter at or
 above its lower bound, no run-time error) and whose semaphores and thresholds stay
 in the signed 32-bit range, the counter semantics (its waits and barriers) is
-bisimilar to the reference semantics. syncproof's
-explicit checker found it bisimilar for every valuation with RT in 0..2; the general proof is open. -/
+bisimilar to the reference semantics. syncproof's explicit checker found it
+bisimilar for every valuation with RT in 0..2; the general proof is open. -/
 theorem rmsnorm_bisim : ∀ v : Valuation, ValidValuation rmsnorm v → InInt32Range rmsnorm v →
     Bisimilar (refLTS rmsnorm v) (ctrLTS rmsnorm v) := by
   sorry -- PROOF OBLIGATION: bisimilarity for all parameter values
