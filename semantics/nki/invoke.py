@@ -19,7 +19,7 @@ from semantics.nki import values as v
 from semantics.nki.calls import CALLS
 from semantics.nki.exprs import TILE
 from semantics.nki.state import loc_of
-from semantics.nki.tensors import ITERATORS, MEMORY
+from semantics.nki.tensors import ITERATORS
 
 _SKIP_KW = {"mask", "dtype", "name", "engine", "op", "op0", "op1", "reduce_op", "axis", "keepdims",
             "transpose_x", "accumulate"} | {"reduce_res"}
@@ -239,8 +239,3 @@ class CallMixin:
                 info.lower, info.default = 0, 0
             self.s.params[pname] = info
         return v.var(pname)
-
-    def memory_of(self, value) -> str | None:
-        if isinstance(value, v.Opaque) and value.what.startswith("memory:"):
-            return value.what[7:]
-        return MEMORY.get(str(value))

@@ -6,8 +6,11 @@ of semantics/nki/values.py, emit the kernel-language statements.
   x = start + s * t); a loop variable name already taken gets a suffix (`k_2`);
 - `if` on shapes and loop variables -> `if`; a static condition picks its branch;
   a condition on data is refused;
-- a tensor allocated in a loop body is a new tensor per iteration (docs/nki.md
-  "Buffers"): its accesses are indexed by the enclosing loop variables first;
+- a tensor allocated in a loop body is a new tensor per iteration, NKI's rule
+  (https://awsdocs-neuron.readthedocs-hosted.com/general/nki/nki_block_dimension_migration_guide.html:
+  allocated inside the loop, "the compiler could ... materialize multiple copies";
+  outside it, "the loop carries a dependency"; docs/nki.md "Buffers"): its accesses
+  are indexed by the enclosing loop variables first;
 - `assert A == B` between two shape parameters makes them one; other asserts are
   ignored (the kernel is read for every shape, a superset);
 - functions of the same file are read inline; `return` ends the kernel (or the inlined

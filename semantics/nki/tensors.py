@@ -16,7 +16,6 @@ from semantics.nki import values as v
 from semantics.nki.calls import CALLS, ENGINE_ARGS
 
 MEMORY = {"sbuf": "sbuf", "psum": "psum", "hbm": "hbm", "shared_hbm": "hbm", "private_hbm": "hbm"}
-# an index grid scaled by a product of parameters keeps its bounding range
 
 # nl.tile_size (NKI docs, nki.language.tile_size): the hardware's tile limits
 TILE_SIZE = {"pmax": 128, "psum_fmax": 2048, "gemm_stationary_fmax": 128, "gemm_moving_fmax": 512,
