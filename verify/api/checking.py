@@ -25,12 +25,14 @@ from verify.engines import select as engine_select
 from verify.fanout import FanOut
 from verify.verdicts import PROPERTIES, CheckOptions, CheckResult, EngineName, ProofStatus, Property, Verdict
 
+from verify.proof.options import DEFAULT_PROOF_RLIMIT  # without z3 and sympy
+
 if TYPE_CHECKING:  # the proof loads z3 and sympy: imported only where it runs
     from verify.proof.prove import Proof
 
-# Seconds for the all-values proof: the proof's own default (verify/proof/options.py
-# ProofOptions.timeout), stated here so that options are built without importing it.
-DEFAULT_PROOF_TIMEOUT = 60.0
+# The all-values proof's wall-clock cap in seconds: none by default (the deterministic
+# budget, verify/proof/options.py DEFAULT_PROOF_RLIMIT, decides what is proved).
+DEFAULT_PROOF_TIMEOUT = None
 # Worker processes of the proof (verify/proof/jobs.py). A fixed default, not the machine's
 # core count: the proof's answers are deterministic for a given number of workers.
 DEFAULT_PROOF_JOBS = 2
@@ -103,7 +105,9 @@ class VerifyOptions:
     which must agree). `property`: `bisimulation` or `soundness`. `scope`: `Scope.ALL`
     (default) tries the all-values proof after a bounded success, `Scope.BOUNDED` skips
     it. `max_states` is per valuation; `timeout` (seconds, from the call) bounds the
-    check, `proof_timeout` the proof; `proof_jobs` worker processes share the proof.
+    check; `proof_rlimit` (Z3 resource units) is the all-values proof's deterministic
+    budget, `proof_timeout` (seconds; None: none) its wall-clock cap; `proof_jobs` worker
+    processes share the proof.
     `workers`/`cluster` fan the valuations out (verify/fanout.py). `progress` is called
     with a progress line now and then (a verify.progress.Progress shows the proof's
     start at once); `on_checked` is called with the strategy's `SyncResult` once the
@@ -118,7 +122,8 @@ class VerifyOptions:
     scope: Scope = attrs.field(default=Scope.ALL, converter=_scope)
     max_states: int = attrs.field(default=CheckOptions().max_states, validator=_positive)
     timeout: float | None = attrs.field(default=None, validator=_positive)
-    proof_timeout: float = attrs.field(default=DEFAULT_PROOF_TIMEOUT, validator=_positive)
+    proof_timeout: float | None = attrs.field(default=DEFAULT_PROOF_TIMEOUT, validator=_positive)
+    proof_rlimit: int | None = attrs.field(default=DEFAULT_PROOF_RLIMIT, validator=_positive)
     proof_jobs: int = attrs.field(default=DEFAULT_PROOF_JOBS, validator=_positive)
     dump_smt: str | None = None  # (z3 and the proof) write a query that ends unknown here
     verbose: bool = False  # one progress line per proof query, not a count now and then
@@ -290,8 +295,10 @@ def _all_values(options: VerifyOptions, program: Program, result: CheckResult, b
     # Lower bounds of the check restrict the proof too (K=1..3: every K >= 1).
     lower = tuple((name, lo) for name, lo, _ in bounds)
     progress = options.progress
+    cap = "" if options.proof_timeout is None else f", wall-clock cap {options.proof_timeout:g} s: --proof-timeout"
+    rlimit = "no limit" if options.proof_rlimit is None else f"{options.proof_rlimit:,} Z3 units"
     _always(progress, f"all-values proof of {options.property} for every parameter value "
-                      f"(budget {options.proof_timeout:g} s: --proof-timeout; --scope bounded skips it)")
+                      f"(budget {rlimit}: --proof-rlimit{cap}; --scope bounded skips it)")
     answered = [0]
 
     def on_query(line: str) -> None:  # one line per answered query (`verbose`), else a count
@@ -307,7 +314,8 @@ def _all_values(options: VerifyOptions, program: Program, result: CheckResult, b
     from verify.proof.prove import SECOND_ROUND, ProofOptions, prove
 
     proof_options = ProofOptions(property=options.property, timeout=options.proof_timeout,
-                                 dump_smt=options.dump_smt, progress=on_query, lower=lower, jobs=options.proof_jobs)
+                                 rlimit=options.proof_rlimit, dump_smt=options.dump_smt, progress=on_query,
+                                 lower=lower, jobs=options.proof_jobs)
     proof = prove(program, proof_options)
     if proof.status == ProofStatus.REFUTED:
         return proof.counterexample, proof, None

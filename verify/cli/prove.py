@@ -4,8 +4,10 @@ answer has; here its flags, and its JSON (`all_values`) and text lines."""
 
 from __future__ import annotations
 
+import argparse
+
 from verify.api.checking import (  # noqa: F401 (the flags' defaults; tests read them here too)
-    DEFAULT_PROOF_JOBS, DEFAULT_PROOF_TIMEOUT, SKIPPED_QUEUES, Report, Scope,
+    DEFAULT_PROOF_JOBS, DEFAULT_PROOF_RLIMIT, DEFAULT_PROOF_TIMEOUT, SKIPPED_QUEUES, Report, Scope,
 )
 from verify.cli.args import positive_seconds, proof_jobs
 from verify.verdicts import ProofStatus
@@ -15,13 +17,29 @@ def add_arguments(p) -> None:
     p.add_argument("--scope", choices=["auto", "bounded"], default="auto",
                    help="auto (default): after a bounded success, also try to prove the property for every "
                         "parameter value (JSON scope 'all' when proved); bounded: skip that proof")
+    p.add_argument("--proof-rlimit", type=proof_rlimit, default=DEFAULT_PROOF_RLIMIT, metavar="UNITS",
+                   help="the all-values proof's budget in Z3 resource units, summed over its queries, > 0 "
+                        "(default %(default)s): deterministic, so the verdict is the same on a busy machine "
+                        "and an idle one; running out gives 'not proved' (JSON all_values.budget.hit)")
     p.add_argument("--proof-timeout", type=positive_seconds, default=DEFAULT_PROOF_TIMEOUT, metavar="SECONDS",
-                   help="time limit of the all-values proof, > 0 (default %(default)s)")
+                   help="wall-clock cap of the all-values proof, > 0 (default: none); reaching it gives 'not "
+                        "proved', naming the cap: unlike --proof-rlimit, what it cuts off depends on the load")
     p.add_argument("--proof-jobs", type=proof_jobs, default=DEFAULT_PROOF_JOBS, metavar="N",
                    help="processes the all-values proof's obligations are shared among, 1..64 (default "
                         "%(default)s; the same N gives the same answers on any machine)")
     p.add_argument("--verbose", action="store_true",
                    help="print one line per proof obligation on stderr (default: a progress line now and then)")
+
+
+def proof_rlimit(text: str) -> int:
+    """An argparse type: a whole number of Z3 resource units > 0 (`--proof-rlimit`)."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of Z3 units") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: the proof's budget must be > 0 Z3 units")
+    return value
 
 
 def all_values(report: Report, property: str) -> tuple[dict, list[str]]:

@@ -38,8 +38,9 @@ from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
 from verify.proof.queues import home
 from verify.proof.server import start_workers
+from verify.proof.budget import RlimitReached
 from verify.proof.obligations import (
-    PROVED, Obligation, Prover, bound_divisors, divisors, loop_sites,
+    PROVED, UNKNOWN, Budget, Obligation, Prover, bound_divisors, divisors, loop_sites,
 )
 from verify.verdicts import ObligationKind, Property
 
@@ -86,7 +87,23 @@ def bind(prover: Prover, todo: list[Task]) -> list:
 
 
 def run(prover: Prover, task: Task, loops: list) -> Obligation:
-    """The task's obligation, asked of `prover` (`loops`: the program's loop_sites)."""
+    """The task's obligation, asked of `prover` (`loops`: the program's loop_sites), with
+    the Z3 units its queries spent and, when unknown, the budget that ended it: the
+    proof's deterministic budget ends it at once (RlimitReached)."""
+    before = prover.settle()
+    prover.hit = None
+    try:
+        found = _ask(prover, task, loops)
+    except RlimitReached as err:
+        found = Obligation(task.kind, task.consumer, task.engine, task.producer, status=UNKNOWN, reason=str(err))
+    prover.forget_contexts()
+    hit = prover.hit if found.status == UNKNOWN else None
+    if found.status == UNKNOWN and prover.deadline.passed():
+        hit = Budget.WALL_CLOCK
+    return attrs.evolve(found, units=prover.spent - before, budget=hit)
+
+
+def _ask(prover: Prover, task: Task, loops: list) -> Obligation:
     ops = prover.terms.sites
     match task.kind:
         case ObligationKind.DEFINED if task.loop is not None:
@@ -125,7 +142,20 @@ def in_two_rounds(prover: Prover, tasks: list, who: str = "") -> list[Obligation
         options.progress(f"{SECOND_ROUND}{who}{len(first) - len(again)} of {len(first)} obligations proved with "
                          f"{options.first_query_rlimit:,} Z3 units per query; the other {len(again)} "
                          f"again with {options.query_rlimit:,}")
-    return [tasks[n]() if n in again else o for n, o in enumerate(first)]
+    return [_again(tasks[n], o) if n in again else o for n, o in enumerate(first)]
+
+
+def _again(task, first: Obligation) -> Obligation:
+    """The second round's answer, with the units of both rounds."""
+    second = task()
+    return attrs.evolve(second, units=first.units + second.units)
+
+
+def share_rlimit(rlimit: int | None, size: int, total: int) -> int | None:
+    """A worker's part of the proof's deterministic budget: in proportion to its share
+    of the tasks (`size` of `total`), fixed before it starts, so that its answers depend
+    on the input and the number of workers only."""
+    return None if rlimit is None else rlimit * size // max(1, total)
 
 
 # The progress line that announces the second round (not a query: the CLI does not count it).
@@ -210,6 +240,8 @@ def _raise_failure(kind: str, value):
         raise Unsupported(value)
     if kind == "deadline":
         raise DeadlineReached()
+    if kind == "rlimit":
+        raise RlimitReached(value)
     if kind == "lost":
         raise WorkerLost(value)
     raise RuntimeError(f"an all-values proof worker failed:\n{value}")
@@ -229,8 +261,10 @@ def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> 
     workers = []
     try:
         for k in range(jobs):
-            workers.append(_start(context, _worker, program, attrs.evolve(options, progress=None), deadline,
-                                  todo[k::jobs], k, jobs))
+            share = todo[k::jobs]
+            part = share_rlimit(options.rlimit, len(share), len(todo))
+            mine = attrs.evolve(options, progress=None, rlimit_part=part)
+            workers.append(_start(context, _worker, program, mine, deadline, share, k, jobs))
         answers = _collect(workers, options)
     finally:
         _end(workers)
@@ -313,6 +347,8 @@ def _serve(send, errors: str, options, work, at: list) -> None:
         send.send(("unsupported", str(err), at[0]))
     except DeadlineReached:
         send.send(("deadline", None, at[0]))
+    except RlimitReached as err:
+        send.send(("rlimit", str(err), at[0]))
     except BaseException:  # noqa: BLE001 - reported by the parent, which raises it
         send.send(("crash", traceback.format_exc(), at[0]))
     finally:

@@ -2,7 +2,8 @@
 `sound` per dependence, `exact` per wait (bisimulation), `live` per wait (soundness:
 deadlock freedom), `defined` per loop and per op with a non-constant divisor. Each is
 a Z3 query for a violation, run in stages until one proves it; `Prover.query` holds
-the budgets (a deterministic resource limit per query, wall-clock limits behind it).
+the budgets (deterministic resource limits per query and for the whole proof,
+verify/proof/budget.py; a wall-clock cap only when the user sets one).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from semantics.ir import BinOp, Const, For, If, Op, Program, walk_expr
 from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
 
 from verify.engines.deadline import Deadline
+from verify.proof.budget import Budgeted
 from verify.proof.cases import Cases
-from verify.proof.options import ProofOptions, budget_ran_out, domain_lower  # noqa: F401 (public here too)
+from verify.proof.options import (  # noqa: F401 (public here too)
+    Budget, ProofOptions, budget_ran_out, domain_lower, rlimit_ran_out,
+)
 from verify.proof.chains import Chains
 from verify.proof.queues import beyond, forces, home, is_dma, reaches
 from verify.proof.terms import Terms, depth, last_candidates, lex_le, op_expressions, witnesses
@@ -38,6 +42,8 @@ class Obligation:
     reason: str | None = None
     model: dict | None = None  # a valuation where the query is satisfiable
     seconds: float = 0.0
+    units: int = 0  # Z3 resource units its queries spent (deterministic; jobs.py `run` counts them)
+    budget: Budget | None = None  # when unknown: the budget that ended it, if one did
 
     def describe(self) -> str:
         match self.kind:
@@ -52,7 +58,8 @@ class Obligation:
     def to_json(self) -> dict:
         return {"kind": self.kind, "consumer": self.consumer, "engine": self.engine, "producer": self.producer,
                 "status": self.status, "reason": self.reason, "model": self.model,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), "z3_units": self.units,
+                "budget": None if self.budget is None else str(self.budget)}
 
 
 # ------------------------------------------------------------------ obligations
@@ -79,7 +86,7 @@ def loop_sites(program: Program) -> list[Site]:
     return found
 
 
-class Prover(Chains, Cases):
+class Prover(Chains, Cases, Budgeted):
     def __init__(self, program: Program, options: ProofOptions, deadline: Deadline | None = None,
                  dump_prefix: str = "prove"):
         """`deadline`: when the proof's budget ends (default: options.timeout from now);
@@ -100,6 +107,12 @@ class Prover(Chains, Cases):
         lower = domain_lower(program, options)
         self.nonneg = [p >= lower[n] for n, p in self.terms.params.items()]
         self.rlimit = options.query_rlimit  # per query; prove.py lowers it for a first round
+        # The proof's deterministic budget (options.rlimit; None: none) and what its
+        # queries spent so far: the "rlimit count" of every Z3 context a query used
+        # (`settle`), since it was last read.
+        self.spent = 0
+        self.contexts: dict[int, list] = {}  # id -> [context, its count when last read]
+        self.hit: Budget | None = None  # the last budget that ended a query (Budgeted.note_unknown)
         self.dumped = 0  # queries written by dump_smt (it sat after a return: --dump-smt crashed)
         self.dump_prefix = dump_prefix
 
@@ -133,6 +146,8 @@ class Prover(Chains, Cases):
         solver = self._solver(self.ctx, 0)
         solver.add(*self.nonneg, *facts)
         answer = solver.check()
+        if answer == z3.unknown:
+            self.note_unknown(solver)
         if self.rlimit >= self.options.query_rlimit:
             # Again in a fresh context with other seeds: Z3's effort on one query is
             # heavy-tailed in the ids its terms got (every query asked before in the
@@ -144,13 +159,19 @@ class Prover(Chains, Cases):
                     break
                 solver = self._fresh([*self.nonneg, *facts], seed)
                 answer = solver.check()
+                if answer == z3.unknown:
+                    self.note_unknown(solver)
         if answer == z3.unsat:
             return PROVED, None
         if answer == z3.sat:
             return FAILED, self._valuation(solver)
         if self.deadline.passed():  # the query had what was left of the budget: name the budget
             return UNKNOWN, self.out_of_budget()
+        if self.hit == Budget.PROOF_RLIMIT:
+            return UNKNOWN, rlimit_ran_out(self.options.rlimit)
         reason = solver.reason_unknown()
+        if self.hit == Budget.QUERY_RLIMIT:
+            reason = f"its resource limit of {self.rlimit:,} units per query ran out ({reason})"
         if self.options.dump_smt and self.rlimit >= self.options.query_rlimit:  # not a first-round query
             os.makedirs(self.options.dump_smt, exist_ok=True)
             self.dumped += 1
@@ -161,15 +182,17 @@ class Prover(Chains, Cases):
         return UNKNOWN, f"Z3 answered unknown: {reason}"
 
     def _solver(self, ctx: z3.Context, seed: int) -> z3.Solver:
-        """A solver with the query's budgets: the resource limit, and what is left of the
-        wall-clock time (at most query_timeout_ms)."""
+        """A solver with the query's budgets: the resource limit (at most what is left of
+        the proof's deterministic budget: RlimitReached when nothing is), and what is left
+        of the wall-clock cap (and at most query_timeout_ms) when there is one."""
+        rlimit = self.allowance()
         solver = z3.Solver(ctx=ctx)
-        budget = self.options.query_timeout_ms
-        left = self.deadline.left()
-        if left is not None:
-            budget = max(1, min(budget, int(left * 1000)))
-        solver.set(timeout=budget, random_seed=self.options.seed + seed)
-        solver.set("rlimit", self.rlimit)
+        self.track(ctx, solver)
+        limits = [ms for ms in (self.options.query_timeout_ms, self._left_ms()) if ms is not None]
+        if limits:
+            solver.set(timeout=min(limits))
+        solver.set(random_seed=self.options.seed + seed)
+        solver.set("rlimit", rlimit)
         return solver
 
     def _fresh(self, assertions: list, seed: int) -> z3.Solver:

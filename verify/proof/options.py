@@ -4,6 +4,7 @@ wording of an ended budget."""
 
 from __future__ import annotations
 
+import enum
 import time
 from typing import Callable
 
@@ -12,6 +13,22 @@ import attrs
 from semantics.ir import Program
 
 from verify.verdicts import Property
+
+
+# The default of ProofOptions.rlimit, in Z3 resource units: several times what the
+# largest proof of kernels/ and kernels/suite/ spends (docs/proofs.md).
+DEFAULT_PROOF_RLIMIT = 1_000_000_000
+
+
+class Budget(str, enum.Enum):
+    """Which budget ended an obligation or a proof (JSON `all_values.budget.hit`)."""
+
+    PROOF_RLIMIT = "proof-rlimit"  # the proof's deterministic budget (--proof-rlimit)
+    QUERY_RLIMIT = "query-rlimit"  # one query's resource limit (deterministic)
+    WALL_CLOCK = "wall-clock"  # the wall-clock cap (--proof-timeout)
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @attrs.frozen
@@ -23,8 +40,16 @@ class ProofOptions:
     # The first round's budget per query (prove.py `in_two_rounds`): every obligation is
     # tried with it first, and only those it leaves unproved get query_rlimit.
     first_query_rlimit: int = 2_000_000
-    query_timeout_ms: int = 60_000  # per Z3 query, wall time (a safety net behind the rlimit)
-    timeout: float | None = 60.0  # seconds for the whole proof
+    # The whole proof's deterministic budget: Z3 resource units summed over every query
+    # and case split of the obligations (`--proof-rlimit`; None: none). With workers, each
+    # gets the part of its share (jobs.py `share_rlimit`). It, not the clock, decides
+    # what is proved: the same input and options give the same verdict on any load.
+    rlimit: int | None = DEFAULT_PROOF_RLIMIT
+    rlimit_part: int | None = None  # a worker's part of `rlimit` (None: all of it)
+    query_timeout_ms: int | None = None  # per Z3 query, wall time (None: only what is left of `timeout`)
+    # The wall-clock cap of the whole proof (`--proof-timeout`), seconds; None: none. Only
+    # a cap the user sets: reaching it gives unknown, naming it (`wall_clock_ran_out`).
+    timeout: float | None = None
     max_witnesses: int = 48  # candidate index tuples per witness op
     seed: int = 0
     dump_smt: str | None = None  # directory for the .smt2 of a query that ends unknown
@@ -64,7 +89,12 @@ def domain_lower(program: Program, options: ProofOptions) -> dict[str, int]:
 
 
 def budget_ran_out(timeout: float | None) -> str:
-    """The one wording of an ended budget, wherever it is seen first (prove.py's driver,
-    an obligation, a query): which sees it first depends on timing."""
+    """The one wording of an ended wall-clock cap, wherever it is seen first (prove.py's
+    driver, an obligation, a query): which sees it first depends on timing."""
     amount = "" if timeout is None else f" of {timeout:g} s"
-    return f"the proof's time budget{amount} ran out"
+    return f"the wall-clock cap{amount} set by --proof-timeout ran out"
+
+
+def rlimit_ran_out(rlimit: int | None) -> str:
+    """The one wording of the proof's ended deterministic budget."""
+    return f"the proof's deterministic budget of {rlimit or 0:,} Z3 units (--proof-rlimit) ran out"

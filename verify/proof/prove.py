@@ -53,9 +53,10 @@ from verify.proof.jobs import (  # noqa: F401 (SECOND_ROUND, in_two_rounds: publ
 )
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)
-    FAILED, PROVED, UNKNOWN, Obligation, ProofOptions, Prover, bound_divisors, budget_ran_out, divisors, domain_lower,
-    loop_sites,
+    FAILED, PROVED, UNKNOWN, Budget, Obligation, ProofOptions, Prover, bound_divisors, budget_ran_out, divisors,
+    domain_lower, loop_sites,
 )
+from verify.proof.budget import RlimitReached
 
 
 @attrs.frozen
@@ -71,9 +72,18 @@ class Proof:
     # When proved: up to which parameter values counters and thresholds stay in the signed
     # 32-bit range (verify/proof/int32.py); the obligations assume unbounded counters.
     int32: RangeLimit | None = None
+    units: int = 0  # Z3 resource units the obligations' queries spent (deterministic)
+    # The budgets it ran with: the deterministic one (--proof-rlimit, Z3 units), the
+    # wall-clock cap (--proof-timeout, seconds); None: none. `budget`: the one that ended
+    # it when unknown, if one did (the first unknown obligation's, or the driver's).
+    rlimit: int | None = None
+    timeout: float | None = None
+    budget: Budget | None = None
 
     def to_json(self) -> dict:
         return {"status": self.status, "property": self.property, "reason": self.reason,
+                "budget": {"rlimit": self.rlimit, "z3_units": self.units, "wall_clock_cap": self.timeout,
+                           "hit": None if self.budget is None else str(self.budget)},
                 "domain": {name: [lo, None] for name, lo in self.lower},
                 "assumptions": list(self.assumptions),
                 "seconds": round(self.seconds, 3),
@@ -94,9 +104,12 @@ def _why_not(program: Program) -> str | None:
 
 def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
     """Try to prove the property for every parameter value (at least `options.lower`;
-    see the module docstring). `options.timeout` bounds the whole proof: the building
-    of its terms, every query, and the explicit checks that decide a failed query
-    (each polls the deadline, so the budget is not overrun by what comes after a query)."""
+    see the module docstring). Its budget is deterministic: a resource limit per query
+    and `options.rlimit` for all of them (verify/proof/budget.py), so the verdict does
+    not depend on load. `options.timeout`, when set, is a wall-clock cap on the whole
+    proof: the building of its terms, every query, and the explicit checks that decide a
+    failed query (each polls the deadline, so the cap is not overrun by what comes after
+    a query); reaching it gives unknown, naming the cap."""
     lower = domain_lower(program, options)
     began = options.clock()
     deadline = Deadline.after(options.timeout, options.clock)
@@ -108,20 +121,29 @@ def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
             proof = _prove(program, options, deadline)
         except DeadlineReached:  # from a poll of the term building (verify/engines/deadline.py)
             proof = Proof(UNKNOWN, options.property, reason=budget_ran_out(options.timeout),
-                          seconds=options.clock() - began)
+                          seconds=options.clock() - began, budget=Budget.WALL_CLOCK)
         if proof.status == PROVED:  # the 32-bit statement never costs the proof itself
             proof = attrs.evolve(proof, int32=_range(program, options, lower, deadline, statement))
     finally:
         if statement is not None:
             statement.cancel()
     return attrs.evolve(proof, lower=tuple((p.name, lower[p.name]) for p in program.params),
-                        assumptions=assumptions(program))
+                        assumptions=assumptions(program), units=sum(o.units for o in proof.obligations),
+                        rlimit=options.rlimit, timeout=options.timeout, budget=_budget_hit(proof))
+
+
+def _budget_hit(proof: Proof) -> Budget | None:
+    """The budget that ended an unknown proof: the driver's, or its first unknown
+    obligation's (None when proved or refuted, or when no budget ended it)."""
+    if proof.status != UNKNOWN or proof.budget is not None:
+        return proof.budget
+    return next((o.budget for o in proof.obligations if o.status == UNKNOWN), None)
 
 
 def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadline, statement) -> RangeLimit:
     """verify/proof/int32.py within what is left of the proof's budget: from `statement`
     (started in a worker beside the proof, `start_in_worker`), or computed here."""
-    out_of_time = RangeLimit("unknown", reason="the proof's time budget ran out")
+    out_of_time = RangeLimit("unknown", reason=budget_ran_out(options.timeout))
     try:
         if statement is not None:
             # Once the proof is proved, the statement gets a grace period, not the rest of
@@ -140,7 +162,7 @@ def _range(program: Program, options: ProofOptions, lower: dict, deadline: Deadl
         return range_limit(Prover(program, options, deadline), lower)
     except DeadlineReached:
         return out_of_time
-    except WorkerLost as err:
+    except (WorkerLost, RlimitReached) as err:
         return RangeLimit("unknown", reason=str(err))
     except Unsupported as err:
         # The range statement counts every op's instances; the obligations may not have
@@ -191,9 +213,10 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
         key = tuple(sorted(valuation.items()))
         if key not in checked:
             bounds = tuple((p.name, valuation[p.name], valuation[p.name]) for p in program.params)
-            left = 30.0 if deadline.at is None else min(30.0, deadline.left())
-            if left <= 0:
-                return None  # the budget ran out
+            # Bounded by max_states (deterministic); by the wall-clock cap only when one is set.
+            left = None if deadline.at is None else deadline.left()
+            if left is not None and left <= 0:
+                return None  # the wall-clock cap ran out
             checked[key] = check(program, bounds, CheckOptions(property=options.property, max_states=options.max_states,
                                                                timeout=left, clock=options.clock))
         return checked[key]
@@ -217,7 +240,8 @@ def _prove(program: Program, options: ProofOptions, deadline: Deadline) -> Proof
                                  seconds=options.clock() - began)
             result = decide(o.model)
             if result is None:
-                o = attrs.evolve(o, status=UNKNOWN, reason=f"{budget_ran_out(options.timeout)} "
+                o = attrs.evolve(o, status=UNKNOWN, budget=Budget.WALL_CLOCK,
+                                 reason=f"{budget_ran_out(options.timeout)} "
                                  f"while deciding the query's valuation {_text(o.model)}")
             else:
                 o = attrs.evolve(o, status=UNKNOWN, reason=(

@@ -101,7 +101,7 @@ def test_verify_proof_timeout_flag_is_honoured(capsys):
     fake clock (tests/verify/proof/test_prove.py)."""
     assert main(["verify", "--json", "--proof-timeout", "0.01", "--max-param", "2", WIDE]) == 0
     proof = json.loads(capsys.readouterr().out)["all_values"]
-    assert proof["status"] == "unknown" and "time budget of 0.01 s ran out" in proof["reason"]
+    assert proof["status"] == "unknown" and "wall-clock cap of 0.01 s set by --proof-timeout ran out" in proof["reason"]
 
 
 def test_proof_timeout_reason_names_the_budget_whichever_check_sees_it_first(capsys, monkeypatch):
@@ -114,7 +114,7 @@ def test_proof_timeout_reason_names_the_budget_whichever_check_sees_it_first(cap
     # --proof-jobs 1: the proof in this process, where the patch is (workers start fresh)
     assert main(["verify", "--json", "--proof-timeout", "0.5", "--max-param", "2", "--proof-jobs", "1", WIDE]) == 0
     proof = json.loads(capsys.readouterr().out)["all_values"]
-    assert proof["status"] == "unknown" and "time budget of 0.5 s ran out" in proof["reason"]
+    assert proof["status"] == "unknown" and "wall-clock cap of 0.5 s set by --proof-timeout ran out" in proof["reason"]
 
 
 def test_verify_text_output_and_trace(capsys):

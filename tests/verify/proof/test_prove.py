@@ -172,7 +172,7 @@ def test_the_proof_polls_its_deadline_throughout_the_term_building(jump_at):
     synced = get_strategy("threshold")(parse_file(KERNELS / "triangular_attention.sync")).program
     clock = FakeClock(jump_at=jump_at)
     proof = prove(synced, ProofOptions(timeout=600, clock=clock))
-    assert proof.status == "unknown" and proof.reason == "the proof's time budget of 600 s ran out"
+    assert proof.status == "unknown" and proof.reason == "the wall-clock cap of 600 s set by --proof-timeout ran out"
     assert 1 <= clock.after_jump <= 5, clock.after_jump
 
 
@@ -192,7 +192,7 @@ def test_a_proof_budget_ends_the_proof_at_its_first_look_past_it(kernel):
 
     options = ProofOptions(timeout=600, clock=clock, progress=answered)
     proof = prove(program, options)
-    assert proof.status == "unknown" and "time budget of 600 s ran out" in proof.reason
+    assert proof.status == "unknown" and "wall-clock cap of 600 s set by --proof-timeout ran out" in proof.reason
     assert clock.after_jump <= 5 and len(late) <= 1, (clock.after_jump, late)
 
 
