@@ -247,7 +247,7 @@ def main() -> int:
         p.add_argument("--workers", type=int, nargs="+", default=[2])
         if name == "fanout":
             p.add_argument("--modes", nargs="+", choices=["workers", "cluster"], default=["workers", "cluster"])
-        p.add_argument("--pool-method", nargs="+", choices=["forkserver", "spawn"], default=["forkserver"],
+        p.add_argument("--pool-method", nargs="+", choices=["forkserver", "spawn"], default=["spawn"],
                        help="how --workers starts its processes (verify.fanout.POOL_METHOD); several: a row each")
         p.add_argument("--worker-profile", nargs="+", choices=["on", "off"], default=["on"],
                        help="the cluster workers' statistical profiler (Dask's default: on); several: a row each")
@@ -255,7 +255,7 @@ def main() -> int:
     p.add_argument("kernel")
     p.add_argument("--param", action="append", default=[])
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--pool-method", default="forkserver")
+    p.add_argument("--pool-method", default="spawn")
     args = parser.parse_args()
     commands = {"scale": cmd_scale, "differential": cmd_differential, "fanout": cmd_fanout, "cluster": cmd_cluster,
                 "one": cmd_one}

@@ -114,8 +114,12 @@ def _windowed(submit, result_of, cancel, tasks: Iterable, window: int) -> Iterat
 
 _END = object()
 
-# How pool processes start: "forkserver" (below) or "spawn".
-POOL_METHOD = "forkserver"
+# How pool processes start: "spawn" (each a fresh interpreter) or "forkserver" (forked
+# from a server that imported the main module and fn's module once). They measured the
+# same on 16 CPUs (docs/benchmarks.md); the fork server is one per process and shared
+# with the all-values proof's workers (verify/proof/server.py preloads the proof's
+# modules into it), so the pool does not start it by default.
+POOL_METHOD = "spawn"
 
 # What the pool's initializer installed in this worker process: fn(_SHARED, task).
 _SHARED = None
@@ -134,9 +138,6 @@ def _on_pool(fn, shared, tasks, workers: int, window: int) -> Iterator:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    # Workers fork from a server process that imported the main module and fn's module
-    # once, instead of each starting an interpreter and importing them again (spawn);
-    # unlike a plain fork, nothing of this process's threads or locks is inherited.
     context = multiprocessing.get_context(POOL_METHOD)
     if POOL_METHOD == "forkserver":
         context.set_forkserver_preload(["__main__", fn.__module__])
