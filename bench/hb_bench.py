@@ -9,15 +9,19 @@
         generated programs with waits and barriers (tests/verify/engines), checked by
         both engines: verdict, failing valuation and trace length must agree
     python bench/hb_bench.py fanout KERNEL --param N=0..K [--workers 4 8 16] [--modes workers cluster]
-        `verify --scope bounded` of the threshold output of KERNEL through verify.api, in
-        this process: serially, with --workers N, and with --cluster on a LocalCluster of
-        N single-threaded worker processes (started before the clock starts, as an
-        existing cluster would be); seconds, speed-up over serial and efficiency
-        (speed-up / N); then the cost of starting a pool and where a cluster's time went
+            [--pool-method spawn forkserver] [--worker-profile on off]
+        `verify --scope bounded` of the threshold output of KERNEL through verify.api (as
+        the command line runs it on that output, without the interpreter's start-up):
+        serially, with --workers N (in a fresh process each, with each pool start method
+        given), and with --cluster on a LocalCluster of N single-threaded worker
+        processes (started before the clock starts, as an existing cluster would be;
+        with Dask's worker profiler on and/or off); seconds, speed-up over serial and
+        efficiency (speed-up / N), then where each cluster run's time went (the
+        scheduler's task stream)
     python bench/hb_bench.py cluster KERNEL --param N=0..K [--workers 16]
         the same, serially and on the cluster only
 
-Syncing is not timed (it is the threshold strategy's cost, not the checker's).
+In `scale`, syncing is not timed (it is the threshold strategy's cost, not the checker's).
 """
 
 from __future__ import annotations
