@@ -41,6 +41,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
         self.env: dict = {}
         self.inline_depth = 0
         self.dyn_base = 0  # loops and shape-dependent ifs around the function being read
+        self.closures: dict = {}  # nested function name -> the scope it was defined in
 
     def fail(self, node, message: str):
         raise KernelError(message, loc_of(node), self.s.filename)
@@ -90,6 +91,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
                 return None if value is None else self.ev(value)
             case ast.FunctionDef():
                 self.functions[node.name] = node
+                self.closures[node.name] = self.env  # a nested function sees the enclosing names
             case ast.Import() | ast.ImportFrom():
                 from semantics.nki.module import read_import
 
@@ -271,7 +273,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
             return self.record(func, args, kwargs, node)
         if self.inline_depth >= _MAX_INLINE:
             self.unsupported(node, f"recursion in '{name}'")
-        env = self.bind_args(func, args, kwargs, node)
+        env = {**self.closures.get(name, {}), **self.bind_args(func, args, kwargs, node)}
         saved = self.env, self.dyn_base
         self.env, self.dyn_base, self.inline_depth = env, self.s.dynamic, self.inline_depth + 1
         try:
