@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import attrs
 import pytest
-from hypothesis import HealthCheck, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tests.lean_export.lean_machines as machines
@@ -19,6 +20,7 @@ import tests.lean_export.lean_mirror as mirror
 from algorithm.registry import get_strategy
 from lean_export.export import export_files, library_text
 from lean_export.printer import lean_program
+from semantics.ir import map_ops, ops
 from semantics.parser import parse_file
 from verify.api.lean import plan_instances
 from verify.search.rich import rich_programs
@@ -110,10 +112,15 @@ def test_claims_of_a_failing_kernel_are_replayed_false():
 
 
 @scaled(1 / 6)
-@given(rich_programs(max_queues=2), st.sampled_from(["manual", "threshold", "barrier"]))
-def test_mirror_agrees_on_generated_kernels(program, strategy):
+@given(rich_programs(max_queues=2), st.sampled_from(["manual", "threshold", "barrier"]), st.data())
+def test_mirror_agrees_on_generated_kernels(program, strategy, data):
     """Generated kernels with ranges, lower bounds, DMA queues, triggers and increments,
-    unsynchronized or synchronized, printed as Lean and read back."""
+    some ops put in replica groups, unsynchronized or synchronized, printed as Lean and
+    read back."""
+    groups = data.draw(st.lists(st.sampled_from([None, "g", "h"]), min_size=len(ops(program)),
+                                max_size=len(ops(program))))
+    tags = iter(groups)
+    program = attrs.evolve(program, body=map_ops(program.body, lambda op: attrs.evolve(op, replica=next(tags))))
     synced = get_strategy(strategy)(program).program
     term = parse_term(lean_program(synced, "k", "k").split(":=", 1)[1])
     result = agree(synced, term, max_param=2, cap=5_000)
