@@ -119,13 +119,14 @@ class CallMixin:
         self.s.emit(Op(pending.engine, op_name, reads, writes, loc=pending.loc, name_loc=pending.loc))
 
     def append(self, tiles, args, node):
-        """`tiles.append(t)`: t must be the tile allocated in the loop just inside the
-        list's creation, the same tile at every append."""
-        tile = args[0] if len(args) == 1 else None
-        if not (isinstance(tile, v.Tensor) and len(tile.loops) == tiles.depth + 1
-                and len(self.s.loops) == tiles.depth + 1 and tiles.tensor in (None, tile)):
+        """`tiles.append(x)`: x must be the tile allocated (or the list made) in the loop
+        just inside the list's creation, the same one at every append."""
+        item = args[0] if len(args) == 1 else None
+        inner = (isinstance(item, v.Tensor) and len(item.loops) == tiles.depth + 1) or \
+            (isinstance(item, v.TileList) and item.depth == tiles.depth + 1)
+        if not (inner and len(self.s.loops) == tiles.depth + 1 and tiles.item in (None, item)):
             self.unsupported(node, "a list of tiles other than one tile per iteration of one loop")
-        tiles.tensor = tile
+        tiles.item = item
         return None
 
     # ------------------------------------------------------------------ allocation

@@ -113,8 +113,13 @@ class TensorMixin:
                 return base[index[0]]
             case v.Interval():
                 return base  # nl.arange(n)[:, None]: the same index set
-            case v.TileList(tensor=v.Tensor() as tensor) if len(index) == 1 and v.is_int(index[0]):
-                return v.View(tensor, iteration=((len(tensor.loops) - 1, index[0]),))
+            case v.TileList() | v.ListView() if len(index) == 1 and v.is_int(index[0]):
+                tiles, chosen = (base, ()) if isinstance(base, v.TileList) else (base.tiles, base.iteration)
+                chosen = chosen + ((tiles.depth, index[0]),)
+                if isinstance(tiles.item, v.Tensor):
+                    return v.View(tiles.item, iteration=chosen)
+                if isinstance(tiles.item, v.TileList):
+                    return v.ListView(tiles.item, chosen)
         return self.unsupported(node, "this subscript")
 
     def ev_index(self, node) -> tuple:

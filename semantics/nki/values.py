@@ -112,12 +112,22 @@ class View:
 
 
 class TileList:
-    """A Python list that a loop fills with the tile it allocates (`tiles.append(t)`):
-    element e is the tile of iteration e (`tiles[k]` in a later loop)."""
+    """A Python list that a loop fills with the tile it allocates (`tiles.append(t)`),
+    or with a list made in each iteration (a list of lists): element e is the item of
+    iteration e (`tiles[k]` in a later loop)."""
 
     def __init__(self, depth: int):
         self.depth = depth  # loops around the list's creation
-        self.tensor = None
+        self.item = None  # the Tensor or TileList appended in every iteration
+
+
+@attrs.frozen(eq=False)
+class ListView:
+    """An element of a list of lists: `tiles[bm]`, an inner list with the iteration of
+    the outer loop chosen."""
+
+    tiles: TileList
+    iteration: tuple
 
 
 @attrs.frozen
