@@ -63,9 +63,10 @@ class Chains:
                     for k2 in witnesses(self.terms, z2, [(z1, k1)] + anchors[1:], self.depth, TWO_HOP_WITNESSES):
                         if len(out) >= MAX_WITNESSED_CHAINS:
                             return out
+                        where = self.domain(z2, k2)  # built before the step's terms, as they are used
                         through = self._through(z2, k2, z1, k1, engine, lx, x, jx, waits_of_z1)
                         if through is not None:
-                            out.append(z3.Not(z3.And(*first, *self.domain(z2, k2), *through)))
+                            out.append(z3.Not(z3.And(*first, *where, *through)))
         return out
 
     def _before(self, z: Site, kz: dict, u: Site, iu: dict, waits: dict | None = None):
@@ -206,7 +207,8 @@ class Chains:
                 if not (self._may_precede(z, x) and self._may_cover(z, engine)):
                     continue
                 for kz in witnesses(t, z, [(x, jx)], self.depth, TWO_HOP_WITNESSES):
+                    where = self.domain(z, kz)
                     through = self._through(z, kz, x, jx, engine, need, waits=waits_of_x)
                     if through is not None:
-                        out.append(z3.Not(z3.And(*done, *self.domain(z, kz), *through)))
+                        out.append(z3.Not(z3.And(*done, *where, *through)))
         return out
