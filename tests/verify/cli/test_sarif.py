@@ -116,3 +116,16 @@ def test_broken_logs_are_caught(capsys):
     step["location"]["physicalLocation"]["region"]["startLine"] += 1
     with pytest.raises(AssertionError):
         check_trace_lines(moved, path.read_text())
+
+
+def test_a_finding_without_a_wait_in_the_source_is_at_its_op(capsys):
+    """The barrier strategy blocks with barriers it inserted (no source position): the
+    result sits at the blocked op's own line."""
+    path = ROOT / "kernels" / "pipeline_db.sync"
+    status, log = sarif(capsys, str(path), "--strategy", "barrier", "--scope", "bounded", "--param", "N=0..2")
+    VALIDATOR.validate(log)
+    (result,) = log["runs"][0]["results"]
+    assert status == 1 and result["ruleId"] == "over-synchronized"
+    blocked = result["message"]["text"].split(": issue ")[1].split()[0]  # ENGINE.op
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == line_of_op(path.read_text(), blocked)
