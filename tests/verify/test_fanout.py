@@ -230,3 +230,37 @@ def test_a_batch_stops_at_an_unsound_valuation_and_when_its_time_is_spent():
     timed = CheckOptions(clock=FakeClock(step=1.0))
     results = run_batch((program, happens_before.decide_valuation, timed, 2.5), batch)
     assert results[-1] is None and 1 <= len(results) - 1 < len(batch)
+
+
+# A division by zero in a loop bound at N == 3; the first wait lets mm issue before its
+# load completes when BROKEN is 0 (unsound from N == 0 on).
+DIVIDES = """
+engines LD PE
+param N
+for i in 0..6 // (3 - N) {
+  LD load writes a[i]
+  PE mm reads a[i] wait LD >= i + BROKEN
+}
+"""
+
+
+@pytest.mark.parametrize("min_batch", [1, 10**9], ids=["many-batches", "one-batch"])
+def test_a_kernel_error_ahead_is_reported_in_its_turn(monkeypatch, min_batch):
+    """Batches are weighed and sent ahead of the results: an error at a later valuation
+    neither hides an earlier counterexample nor changes the error a serial run reports."""
+    from semantics.errors import KernelError
+    from semantics.parser import parse
+    from verify.engines import valuations as v
+
+    monkeypatch.setattr(v, "MIN_BATCH", min_batch)
+    bounds = (("N", 0, 4),)
+    unsound = parse(DIVIDES.replace("BROKEN", "0"))
+    assert outcome(happens_before.check(unsound, bounds, fan_out=FanOut(workers=2))) == \
+        outcome(happens_before.check(unsound, bounds))
+    assert happens_before.check(unsound, bounds).verdict == Verdict.UNSOUND
+    errors = []
+    for fan_out in (FanOut(), FanOut(workers=2)):
+        with pytest.raises(KernelError) as raised:
+            happens_before.check(parse(DIVIDES.replace("BROKEN", "1")), bounds, fan_out=fan_out)
+        errors.append(str(raised.value))
+    assert errors[0] == errors[1] and "zero" in errors[0], errors

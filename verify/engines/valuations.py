@@ -97,11 +97,15 @@ VALUATION_COST = 32
 
 
 def instance_weight(program: Program, values: dict[str, int], limit: int) -> int:
-    """A valuation's cost estimate: its instance count, counted without unrolling."""
+    """A valuation's cost estimate: its instance count, counted without unrolling. An
+    error is not raised here (batches are made ahead of the results): the valuation's
+    own unrolling reports it, in its turn."""
     try:
         counted = count_instances(program, values, limit)
     except UnrollLimit:
         return limit
+    except SyncproofError:
+        return VALUATION_COST
     return (counted or 0) + VALUATION_COST
 
 
