@@ -264,3 +264,18 @@ def test_a_kernel_error_ahead_is_reported_in_its_turn(monkeypatch, min_batch):
             happens_before.check(parse(DIVIDES.replace("BROKEN", "1")), bounds, fan_out=fan_out)
         errors.append(str(raised.value))
     assert errors[0] == errors[1] and "zero" in errors[0], errors
+
+
+def test_a_dask_cluster_with_batches_reports_the_serial_first_counterexample(monkeypatch):
+    """The program scattered once, valuations in many batches: the serial answer."""
+    distributed = pytest.importorskip("distributed")
+    from semantics.parser import parse
+    from verify.engines import valuations as v
+
+    monkeypatch.setattr(v, "MIN_BATCH", 1)
+    program = parse(GROWING)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, host="127.0.0.1",
+                                  protocol="tcp", dashboard_address=None) as cluster:
+        for bounds in [(("N", 0, 8), ("K", 0, 3)), (("N", 0, 4), ("K", 0, 1))]:
+            remote = happens_before.check(program, bounds, fan_out=FanOut(cluster=cluster.scheduler_address))
+            assert outcome(remote) == outcome(happens_before.check(program, bounds)), bounds
