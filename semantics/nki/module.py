@@ -89,6 +89,6 @@ def read_module(tree: ast.Module, reader_factory) -> tuple[dict, dict, list]:
             case ast.Assign(targets=[ast.Name(id=name)], value=value):
                 try:
                     env[name] = reader_factory(env, functions).ev(value)
-                except KernelError:  # a module constant the reading cannot compute
-                    env.pop(name, None)
+                except KernelError:  # a module value the reading cannot compute (an object)
+                    env[name] = v.Opaque(f"module value {name}")
     return env, functions, kernels
