@@ -11,7 +11,7 @@
    refutation is real.
 3. Teeth: each queue rule broken in turn, in the program (a wait one transfer too
    early, a forgotten increment, FIFO assumed across two queues, a trigger counted on
-   its engine) and in the proof (the same rules broken in verify/proof/): the proof's
+   its engine, a transfer taken as complete once its trigger is) and in the proof (the same rules broken in verify/proof/): the proof's
    answer changes every time.
 """
 
@@ -185,8 +185,8 @@ def _agrees_with_the_engines(program, prop: str) -> str:
 
 
 def _synced_queue_programs():
-    """Queue programs synced by the threshold strategy (bisimilar), and the same with the
-    waits of the queue programs' own generator (often wrong: increments ignored)."""
+    """Queue programs synced by the threshold strategy (bisimilar), and generated queue
+    programs keeping the generator's random waits (often wrong: increments ignored)."""
     unsynced = programs(engines=(3, 5), max_instances=12)
     fresh = st.builds(lambda p, a, b, two: get_strategy("threshold")(with_queue(p, a, False, b if two else None)).program,
                       unsynced, st.sampled_from([1, 2, 16]), st.sampled_from([1, 16]), st.booleans())
@@ -245,6 +245,30 @@ for i in 0..N {
 """
 
 
+# mm waits for c(i), which SP runs after ld(i)'s trigger, not after its transfer: a
+# chain through SP's stream reaches ld's trigger only.
+TRANSFER_AT_TRIGGER = """engines SP PE
+queue q0
+param N = 3
+for i in 0..N {
+  SP ld via q0 writes a[i] lat 900
+  SP c reads d[i] writes e[i] lat 10
+  PE mm reads a[i] writes d[i] lat 200 wait SP >= i + 1
+}
+"""
+
+
+def _transfer_done_at_its_trigger(monkeypatch):
+    """An earlier DMA op of u's stream taken as completed (its transfer), not only issued."""
+    real = chains_module.Chains._before
+
+    def before(self, z, kz, u, iu, waits=None):
+        if z.op.engine == u.op.engine:
+            return self.precedes(z, kz, u, iu)
+        return real(self, z, kz, u, iu, waits)
+    monkeypatch.setattr(chains_module.Chains, "_before", before)
+
+
 def _forces_one_early(monkeypatch):
     """C[Q] >= s * l taken to force Q's instance l (one transfer too early)."""
     def early(threshold, step, local):
@@ -283,6 +307,7 @@ TEETH = [
     pytest.param(FORGOT_INCREMENT, _increments_forgotten, "unsound", id="increment-forgotten"),
     pytest.param(ACROSS_QUEUES, _fifo_across_queues, "unsound", id="fifo-across-queues"),
     pytest.param(TRIGGER_COUNTED, _triggers_counted, "deadlock", id="trigger-counted-on-its-engine"),
+    pytest.param(TRANSFER_AT_TRIGGER, _transfer_done_at_its_trigger, "unsound", id="transfer-done-at-its-trigger"),
 ]
 
 
