@@ -11,8 +11,8 @@
    refutation is real.
 3. Teeth: each queue rule broken in turn, in the program (a wait one transfer too
    early, a forgotten increment, FIFO assumed across two queues, a trigger counted on
-   its engine, a transfer taken as complete once its trigger is) and in the proof (the same rules broken in verify/proof/): the proof's
-   answer changes every time.
+   its engine, a transfer taken as complete once its trigger is) and in the proof
+   (the same rules broken in verify/proof/): the proof's answer changes every time.
 """
 
 from __future__ import annotations
@@ -188,7 +188,8 @@ def _synced_queue_programs():
     """Queue programs synced by the threshold strategy (bisimilar), and generated queue
     programs keeping the generator's random waits (often wrong: increments ignored)."""
     unsynced = programs(engines=(3, 5), max_instances=12)
-    fresh = st.builds(lambda p, a, b, two: get_strategy("threshold")(with_queue(p, a, False, b if two else None)).program,
+    threshold = get_strategy("threshold")
+    fresh = st.builds(lambda p, a, b, two: threshold(with_queue(p, a, False, b if two else None)).program,
                       unsynced, st.sampled_from([1, 2, 16]), st.sampled_from([1, 16]), st.booleans())
     return st.one_of(fresh, _queue_programs(synced=True).filter(_no_barriers))
 
@@ -220,7 +221,8 @@ _TRIGGER_TEXT = (KERNELS_DIR / "dma_trigger.sync").read_text()
 # mm waits for load(i - 1) only: one transfer too early (16 * i instead of 16 * (i + 1)).
 ONE_TRANSFER_EARLY = _TRIGGER_TEXT.replace("q0 >= 16 * (i + 1)", "q0 >= 16 * i")
 # The increment forgotten: one unit per transfer (on both queues).
-FORGOT_INCREMENT = _TRIGGER_TEXT.replace("q0 >= 16 * (i + 1)", "q0 >= i + 1").replace("q1 >= 16 * (i - 1)", "q1 >= i - 1")
+FORGOT_INCREMENT = (_TRIGGER_TEXT.replace("q0 >= 16 * (i + 1)", "q0 >= i + 1")
+                    .replace("q1 >= 16 * (i - 1)", "q1 >= i - 1"))
 # mm waits on q1 only, as if q0's earlier transfer had completed before q1's (FIFO
 # holds per queue, not across queues).
 ACROSS_QUEUES = """engines SP PE
