@@ -73,7 +73,14 @@ class ExprMixin:
                 return v.Opaque("str")
         return self.unsupported(node, type(node).__name__.lower())
 
+    def note(self, name: str, event: str) -> None:
+        """The first use of `name` in each loop body being read: `read` or `write`."""
+        for depth, events in self.frames:
+            if depth == self.inline_depth:
+                events.setdefault(name, event)
+
     def lookup(self, name: str, node):
+        self.note(name, "read")
         for scope in (self.env, self.globals):
             if name in scope:
                 value = scope[name]

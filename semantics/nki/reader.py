@@ -42,6 +42,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
         self.inline_depth = 0
         self.dyn_base = 0  # loops and shape-dependent ifs around the function being read
         self.closures: dict = {}  # nested function name -> the scope it was defined in
+        self.frames: list = []  # per loop being read: (inline depth, first use of each name)
 
     def fail(self, node, message: str):
         raise KernelError(message, loc_of(node), self.s.filename)
@@ -106,6 +107,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
     def assign(self, target, value, node) -> None:
         match target:
             case ast.Name(id=name):
+                self.note(name, "write")
                 self.env[name] = self.bind(value, name, node)
             case ast.Tuple(elts=elts) | ast.List(elts=elts):
                 items = self.unpack(value, len(elts), target)
@@ -192,19 +194,35 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
         else:
             lo, hi = 0, v.arith("//", v.arith("+", v.arith("-", stop, start), step - 1), step)
             value = v.arith("+", start, v.arith("*", v.var(var), step))
+        self.note(node.target.id, "write")  # for the loops around this one
         self.env[node.target.id] = value
         self.s.loops.append(var)
         self.s.bodies.append([])
         self.s.dynamic += 1
+        before, events = dict(self.env), {}
+        self.frames.append((self.inline_depth, events))
         try:
             result = self.block(node.body)
         finally:
             self.s.dynamic -= 1
             body = self.s.bodies.pop()
             self.s.loops.pop()
+            self.frames.pop()
         del result  # a `return` here was refused by `stmt`
+        self.carried(before, events, node)
         loc = loc_of(node)
         self.s.emit(For(var, v.to_expr(lo), v.to_expr(hi), tuple(body), loc=loc, var_loc=loc_of(node.target)))
+
+    def carried(self, before: dict, events: dict, node) -> None:
+        """A name read in a loop body before the body binds it again carries a value
+        from one iteration to the next (`acc = acc + x`, `n = n + 1`): the body is read
+        once, so that value is unknown there, and the loop is refused."""
+        for name, event in events.items():
+            if event == "read" and name in before and name in self.env:
+                old, new = before[name], self.env[name]
+                if new is not old and not (type(new) is type(old) and new == old):
+                    self.unsupported(node, f"'{name}' carried from one loop iteration to the next "
+                                           "(read, then bound again in the loop)")
 
     def branch(self, node):
         test = self.truth(self.ev(node.test), node.test)

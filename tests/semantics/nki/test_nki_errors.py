@@ -34,6 +34,10 @@ CASES = [
     (["t = nl.load(a[0:128, 0:128])", "u = t if t else t"], "control flow that depends on data", "t else"),
     (["x = nl.load(a[0:128, 0:128])", "for i in nl.affine_range(a.shape[0]):",
       "    if i > 1:", "        y = nl.exp(x)", "    nl.store(a, value=y)"], "bound differently", "y)"),
+    (["acc = nl.load(a[0:128, 0:128])", "for i in nl.affine_range(4):", "    acc = nl.add(acc, 1.0)",
+      "nl.store(a[0:128, 0:128], value=acc)"], "'acc' carried from one loop iteration", "for i in"),
+    (["n = 0", "for i in nl.affine_range(4):", "    t = nl.load(a[n, 0:128])", "    n = n + 1"],
+     "'n' carried from one loop iteration", "for i in"),
 ]
 
 
