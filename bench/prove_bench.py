@@ -3,8 +3,9 @@ proof status, seconds and obligation count.
 
     python bench/prove_bench.py [--json] [--timeout SECONDS] [--jobs N] [KERNEL ...]
 
-Default kernels: kernels/*.sync and kernels/suite/*.sync. One run each, wall time.
-This is a measurement, not a timed test.
+Default kernels: kernels/*.sync and kernels/suite/*.sync. One run each, wall time, and
+the Z3 resource units the obligations' queries spent (deterministic for a given --jobs:
+the load moves the seconds, not the units). This is a measurement, not a timed test.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def measure(path: Path, timeout: float, jobs: int = 1) -> dict:
     proof = prove(program, ProofOptions(timeout=timeout, jobs=jobs))
     seconds = round(time.perf_counter() - start, 2)
     row = {"kernel": path.relative_to(ROOT / "kernels").as_posix(), "status": proof.status, "seconds": seconds,
-           "obligations": len(proof.obligations),
+           "z3_units": proof.units, "obligations": len(proof.obligations),
            "proved": sum(1 for o in proof.obligations if o.status == "proved"), "reason": proof.reason}
-    print(f"{row['kernel']}: {proof.status} in {seconds} s ({row['proved']}/{row['obligations']})",
+    print(f"{row['kernel']}: {proof.status} in {seconds} s, {proof.units:,} Z3 units "
+          f"({row['proved']}/{row['obligations']})",
           file=sys.stderr, flush=True)
     return row
 
@@ -49,10 +51,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print("| kernel | all-values proof | seconds | obligations proved | why not |")
-        print("|---|---|---|---|---|")
+        print("| kernel | all-values proof | seconds | Z3 units | obligations proved | why not |")
+        print("|---|---|---:|---:|---|---|")
         for r in rows:
-            print(f"| {r['kernel']} | {r['status']} | {r['seconds']:.1f} | {r['proved']}/{r['obligations']} | "
+            print(f"| {r['kernel']} | {r['status']} | {r['seconds']:.1f} | {r['z3_units']:,} | "
+                  f"{r['proved']}/{r['obligations']} | "
                   f"{(r['reason'] or '').replace('|', '/')} |")
     return 0
 
