@@ -1,7 +1,7 @@
 """Unsupported NKI constructs are refused with `FILE:LINE:COL: error: unsupported NKI
 construct 'X'` and exit 2, never a guess; and the importer, fed small generated NKI
 sources (loop nests, slices, calls, some of them unsupported), raises nothing but a
-KernelError or a UsageError (with a teeth test: a reader broken to crash is caught)."""
+KernelError (with a teeth test: a reader broken to crash is caught)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
-from semantics.errors import KernelError, UsageError
+from semantics.errors import KernelError
 from semantics.nki import import_source
 from verify.cli.main import main
 
@@ -111,10 +111,10 @@ def sources(draw) -> str:
 
 
 def outcome(source: str) -> str:
-    """`imported`, `refused` (a KernelError or UsageError), or `crash: TYPE`."""
+    """`imported`, `refused` (a KernelError), or `crash: TYPE`."""
     try:
         import_source(source, "fuzz.py")
-    except (KernelError, UsageError):
+    except KernelError:
         return "refused"
     except Exception as exc:  # noqa: BLE001 - what the property is about
         return f"crash: {type(exc).__name__}: {exc}"
