@@ -50,11 +50,21 @@ def validate(program: Program, engine_locs: dict[str, Loc] | None = None) -> Non
     _check_body(program, program.body, frozenset(params), set(loop_vars), {})
 
 
-def _collect_loops(body, params, loop_vars) -> None:
+# The deepest loop nest a kernel may have: the planner, the proof and the engines work per
+# loop level (a planner query, a proof obligation and the per-instance environment grow
+# with the depth), and a kernel of hundreds of nested loops ran the planner for hours and
+# the bounded check out of memory. An error names the limit instead (docs/language.md).
+MAX_LOOP_DEPTH = 64
+
+
+def _collect_loops(body, params, loop_vars, depth: int = 0) -> None:
     for stmt in body:
         match stmt:
             case For(var=var):
                 where = stmt.var_loc or stmt.loc
+                if depth >= MAX_LOOP_DEPTH:
+                    raise KernelError(f"loop '{var}' is nested {depth + 1} loops deep; syncproof handles at most "
+                                      f"{MAX_LOOP_DEPTH} nested loops", stmt.loc)
                 _check_name(var, "a loop variable", where)
                 if var in params:
                     raise KernelError(f"loop variable '{var}' has the name of a parameter", where)
@@ -62,10 +72,10 @@ def _collect_loops(body, params, loop_vars) -> None:
                     raise KernelError(f"loop variable '{var}' is used twice (first loop at {loop_vars[var]}); "
                                       "loop variable names are unique in a kernel", where)
                 loop_vars[var] = where
-                _collect_loops(stmt.body, params, loop_vars)
+                _collect_loops(stmt.body, params, loop_vars, depth + 1)
             case If():
-                _collect_loops(stmt.then, params, loop_vars)
-                _collect_loops(stmt.else_, params, loop_vars)
+                _collect_loops(stmt.then, params, loop_vars, depth)
+                _collect_loops(stmt.else_, params, loop_vars, depth)
             case Op() | Barrier():
                 pass
 

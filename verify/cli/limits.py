@@ -38,6 +38,7 @@ class CommandLimit:
         self.armed = seconds is not None
         self.where = "starting"
         self._in_phase = False
+        self.interrupted = False  # the watchdog has interrupted Z3
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._contexts = _Contexts()
@@ -101,6 +102,7 @@ class CommandLimit:
     def _watch(self) -> None:
         self._stop.wait(max(0.0, self.deadline.left()))
         while not self._stop.is_set():
+            self.interrupted = True
             self._contexts.interrupt()
             self._stop.wait(_INTERRUPT_EVERY)
 

@@ -167,8 +167,10 @@ def _cmd_verify(args) -> int:
         raise
     except DeadlineReached:
         return _report_time_limit(args, limit)
-    except SyncproofError:
-        if limit.syncing and limit.deadline.passed():  # whatever stopped the sync, the limit came first
+    except Exception:  # noqa: BLE001 - re-raised unless the time limit stopped it
+        # Whatever stopped the sync once the limit had passed (a planner refusal, a Z3
+        # query the watchdog interrupted: `Z3Exception: canceled`), the limit came first.
+        if (limit.syncing or limit.interrupted) and limit.deadline.passed():
             return _report_time_limit(args, limit)
         raise
     if report.by_engine and report.verdict == Verdict.UNKNOWN:
