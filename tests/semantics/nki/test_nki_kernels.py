@@ -94,3 +94,20 @@ def test_a_file_with_several_kernels_needs_a_function(tmp_path, capsys):
     assert "2 NKI kernels (softmax, other)" in capsys.readouterr().err
     assert main(["check", f"{two}:other"]) == 0
     assert main(["check", f"{two}:missing"]) == 2
+
+
+def test_corpus_bench_reports_each_kernel_of_a_directory(tmp_path):
+    import subprocess
+    import sys
+
+    for name in ("softmax", "tiled_matmul"):
+        (tmp_path / f"{name}.py").write_text((DATA / f"{name}.py").read_text())
+    (tmp_path / "bad.py").write_text("import nki\n\n@nki.jit\ndef bad(a):\n    while True:\n        pass\n")
+    root = DATA.parents[2]
+    run = subprocess.run([sys.executable, "bench/nki_corpus.py", str(tmp_path), "--json"], cwd=root,
+                         capture_output=True, text=True, check=True)
+    report = json.loads(run.stdout)
+    status = {r["kernel"]: r["status"] for r in report["rows"]}
+    assert status == {"softmax": "imported", "tiled_matmul": "imported", "bad": "refused"}
+    assert report["kernels"] == 3 and report["imported"] == 2
+    assert report["refusals"] == {"unsupported NKI construct 'while'": 1}
