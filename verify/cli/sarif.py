@@ -19,7 +19,7 @@ from semantics.machines import Label
 from semantics.sequential import Unrolled, valuation_text
 from verify.cli.mlir import file_of
 from verify.cli.report import bounds_text
-from verify.verdicts import CheckResult, Verdict
+from verify.verdicts import CheckResult, Verdict, is_failure
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -80,7 +80,7 @@ def _results(uri: str, result: CheckResult) -> list[dict]:
     if witness is None or witness.verdict not in RULES:
         return []
     unrolled = witness.unrolled
-    level = RULES[witness.verdict][1] if result.holds is not True else "note"  # allowed by the property
+    level = RULES[witness.verdict][1] if is_failure(witness.verdict, result.property) else "note"  # allowed
     flow = _code_flow(uri, unrolled, result)
     where = valuation_text(unrolled.valuation)
     results = []

@@ -129,3 +129,11 @@ def test_a_finding_without_a_wait_in_the_source_is_at_its_op(capsys):
     blocked = result["message"]["text"].split(": issue ")[1].split()[0]  # ENGINE.op
     region = result["locations"][0]["physicalLocation"]["region"]
     assert region["startLine"] == line_of_op(path.read_text(), blocked)
+
+
+def test_a_failure_the_property_allows_is_a_note(capsys):
+    status, log = sarif(capsys, str(BUGS / "pipeline_overwait.sync"), "--strategy", "manual", "--scope", "bounded",
+                        "--property", "soundness")
+    VALIDATOR.validate(log)
+    (result,) = log["runs"][0]["results"]
+    assert status == 0 and result["ruleId"] == "over-synchronized" and result["level"] == "note"
