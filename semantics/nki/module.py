@@ -53,8 +53,8 @@ def read_import(node, env: dict) -> None:
                 outer = _module_of(module_name)
                 if inner is not None and (alias.name in ("nki", "language", "isa", "compiler", "typing")):
                     env[bound] = v.Module(inner)
-                elif outer in ("nl", "nisa", "math", "np"):
-                    env[bound] = v.Func(f"{outer}.{alias.name}")
+                elif outer in ("nl", "nisa", "math", "np", "nki"):
+                    env[bound] = v.Func(f"{outer}.{alias.name}")  # `from neuronxcc.nki import jit`
 
 
 def decorator_is_nki(node, env: dict) -> bool:

@@ -111,3 +111,16 @@ def test_corpus_bench_reports_each_kernel_of_a_directory(tmp_path):
     assert status == {"softmax": "imported", "tiled_matmul": "imported", "bad": "refused"}
     assert report["kernels"] == 3 and report["imported"] == 2
     assert report["refusals"] == {"unsupported NKI construct 'while'": 1}
+
+
+def test_kernels_are_found_under_every_decorator_style():
+    from semantics.nki import kernel_names
+
+    source = (
+        "import neuronxcc.nki as nki\nfrom neuronxcc.nki import baremetal, jit\nimport nki as nki2\n\n"
+        "@nki.jit\ndef a(x): pass\n\n@nki.jit(mode='trace')\ndef b(x): pass\n\n"
+        "@baremetal\ndef c(x): pass\n\n@jit\ndef d(x): pass\n\n"
+        "@nki.compiler.skip_middle_end_transformations\n@nki.jit\ndef e(x): pass\n\n"
+        "@nki2.baremetal(save_neff_name='f.neff')\ndef f(x): pass\n\n"
+        "def helper(x): pass\n\n@staticmethod\ndef g(x): pass\n")
+    assert kernel_names(source) == ["a", "b", "c", "d", "e", "f"]
