@@ -212,8 +212,9 @@ def on_local_cluster(program, params, workers: int, notes: list, profile: bool =
     from distributed import Client, LocalCluster, get_task_stream
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
-    with dask.config.set({"distributed.worker.profile.enabled": profile}), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      host="127.0.0.1") as cluster, Client(cluster) as client:
+    config = dask.config.set({"distributed.worker.profile.enabled": profile})
+    with config, LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                              host="127.0.0.1") as cluster, Client(cluster) as client:
         client.wait_for_workers(workers)
         began = time.time()
         with get_task_stream(client) as stream:
@@ -223,8 +224,9 @@ def on_local_cluster(program, params, workers: int, notes: list, profile: bool =
         computed = [(a, b) for a, b, action in spans if action == "compute"]
         if computed:
             busy = sum(b - a for a, b in computed)
-            notes.append(f"--cluster {workers}, profiler {'on' if profile else 'off'}: {len(stream.data)} tasks; first began {min(a for a, _ in computed) - began:.2f} s "
-                         f"after the call, last ended {ended - max(b for _, b in computed):.2f} s before it returned; "
+            first = min(a for a, _ in computed) - began
+            notes.append(f"--cluster {workers}, profiler {'on' if profile else 'off'}: {len(stream.data)} tasks; "
+                         f"first began {first:.2f} s after the call, last ended {ended - max(b for _, b in computed):.2f} s before it returned; "
                          f"compute {busy:.2f} s in all ({busy / workers:.2f} s a worker), other work on workers "
                          f"{sum(b - a for a, b, action in spans if action != 'compute'):.2f} s")
     return result
