@@ -224,9 +224,9 @@ def on_local_cluster(program, params, workers: int, notes: list, profile: bool =
         computed = [(a, b) for a, b, action in spans if action == "compute"]
         if computed:
             busy = sum(b - a for a, b in computed)
-            first = min(a for a, _ in computed) - began
+            first, last = min(a for a, _ in computed) - began, ended - max(b for _, b in computed)
             notes.append(f"--cluster {workers}, profiler {'on' if profile else 'off'}: {len(stream.data)} tasks; "
-                         f"first began {first:.2f} s after the call, last ended {ended - max(b for _, b in computed):.2f} s before it returned; "
+                         f"first began {first:.2f} s after the call, last ended {last:.2f} s before it returned; "
                          f"compute {busy:.2f} s in all ({busy / workers:.2f} s a worker), other work on workers "
                          f"{sum(b - a for a, b, action in spans if action != 'compute'):.2f} s")
     return result
