@@ -27,15 +27,21 @@ OUTPUT_KW = ("reduce_res",)  # keyword arguments an instruction writes besides i
 
 
 class CallMixin:
-    def call(self, node):
+    def call(self, node, result_used: bool = True):
+        """A call: its function and arguments evaluated, then applied. `result_used`:
+        False for a call standing as a statement (the newer API's destination rule)."""
         func = self.ev(node.func)
-        args = [self.ev(a) for a in node.args if not isinstance(a, ast.Starred) or self.unsupported(a, "*args")]
+        args = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                self.unsupported(arg, "*args")
+            args.append(self.ev(arg))
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
-                self.unsupported(kw, "**kwargs")
+                self.unsupported(kw.value, "**kwargs")
             kwargs[kw.arg] = self.ev(kw.value)
-        return self.apply(func, args, kwargs, node, result_used=True)
+        return self.apply(func, args, kwargs, node, result_used)
 
     def apply(self, func, args, kwargs, node, result_used: bool):
         if isinstance(func, v.Bound) and isinstance(func.tensor, v.TileList):

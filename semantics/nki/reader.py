@@ -64,10 +64,7 @@ class Reader(ExprMixin, TensorMixin, CallMixin):
             case ast.Expr(value=ast.Constant()) | ast.Pass():
                 pass
             case ast.Expr(value=ast.Call() as call):
-                func = self.ev(call.func)
-                args = [self.ev(a) for a in call.args]
-                kwargs = {kw.arg: self.ev(kw.value) for kw in call.keywords if kw.arg is not None}
-                result = self.apply(func, args, kwargs, call, result_used=False)
+                result = self.call(call, result_used=False)
                 if isinstance(result, v.Pending):
                     self.materialize(result, None, call)
             case ast.Expr():
