@@ -75,7 +75,7 @@ class CallMixin:
                 dst = first
                 operands.remove(first)
         dst_view = self.as_view(dst, node) if dst is not None else None
-        reads = tuple(self.as_view(a, node) for a in operands if isinstance(a, TILE))
+        reads = self.operand_views(operands, node)
         if dst_view is not None and name == "nisa.nc_matmul" and kwargs.get("accumulate", True) is not False:
             reads = reads + (dst_view,)
         engine = self.engine_of(name, kwargs, dst_view, node)
@@ -92,9 +92,22 @@ class CallMixin:
         if not isinstance(dst, (v.Tensor, v.View)):
             self.unsupported(node, f"{name} without a destination tensor")
         dst_view = self.as_view(dst, node)
-        reads = tuple(self.as_view(a, node) for a in rest if isinstance(a, TILE))
+        reads = self.operand_views(rest, node)
         self.emit_op(v.Pending(name, self.engine_of(name, kwargs, dst_view, node), reads, loc_of(node)),
                      dst_view, node)
+
+    def operand_views(self, operands, node) -> tuple:
+        """The tensors an instruction reads among its operands. A tensor hidden in a
+        container (a list or tuple of tiles, a list of tiles, an uncalled method) is
+        refused rather than missed."""
+        reads = []
+        for value in operands:
+            if isinstance(value, TILE):
+                reads.append(self.as_view(value, node))
+            elif isinstance(value, (v.TileList, v.ListView, v.Bound)) or (
+                    isinstance(value, (tuple, list)) and any(isinstance(x, (*TILE, tuple, list)) for x in value)):
+                self.unsupported(node, "tiles inside a container as an instruction's operand")
+        return tuple(reads)
 
     def as_view(self, value, node) -> v.View:
         match value:

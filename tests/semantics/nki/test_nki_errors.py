@@ -38,6 +38,7 @@ CASES = [
       "nl.store(a[0:128, 0:128], value=acc)"], "'acc' carried from one loop iteration", "for i in"),
     (["n = 0", "for i in nl.affine_range(4):", "    t = nl.load(a[n, 0:128])", "    n = n + 1"],
      "'n' carried from one loop iteration", "for i in"),
+    (["t = nl.load(a[0:128, 0:128])", "u = nl.add((t, t), 1.0)"], "tiles inside a container", "nl.add("),
 ]
 
 
