@@ -2,8 +2,9 @@
 runs here): run on the program term the export emitted (read back from the text), it
 must agree with the reference semantics in every reachable state of every valuation
 within 0..2, and every `native_decide` claim of the export must evaluate as claimed on
-it. Teeth: a wrong Lean definition of ranges, DMA queues, counter increments or replica
-groups is caught twice, by the digest of the Lean text and by the agreement check."""
+it. Teeth: a wrong Lean definition of ranges, DMA queues, counter increments, replica
+groups or the 32-bit range is caught twice, by the digest of the Lean text and by the
+agreement check."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ KERNELS = (sorted((ROOT / "kernels").glob("*.sync")) + sorted((ROOT / "kernels" 
            + sorted((DATA_DIR / "lean_cases").glob("*.sync")))
 REPLICA_RANGES = DATA_DIR / "lean_cases" / "replica_ranges.sync"
 DMA = DATA_DIR / "lean_cases" / "dma_handoff.sync"
+INT32 = DATA_DIR / "lean_cases" / "int32_threshold.sync"
 
 
 def _strategy(path: Path) -> str:
@@ -143,6 +145,10 @@ WRONG = {
     "increments: every counter steps by one": (
         "Semantics", "  | some k => k\n  | none => 1", "  | some _ => 1\n  | none => 1",
         mirror, "incrementOf", lambda p, e: 1, DMA),
+    "the 32-bit range: thresholds unchecked": (
+        "Semantics", "&&\n  u.insts.all (fun i => i.waits.all (fun w => decide (int32Min ≤ w.2) && decide (w.2 ≤ int32Max)))",
+        "", machines.Machines, "inInt32Range",
+        lambda self: all(self.maxCounter(f) <= machines.INT32_MAX for f in range(self.engineCount())), INT32),
     "replica groups: replicas conflict": (
         "Semantics", "  | some g, some h => decide (g = h)", "  | some _, some _ => false",
         machines, "sameReplica", lambda x, y: False, REPLICA_RANGES),

@@ -1,0 +1,1 @@
+import Kernels.Int32Threshold
