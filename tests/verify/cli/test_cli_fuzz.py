@@ -7,10 +7,20 @@ printed to files), `.sync` and `.mlir` files in every command, and checks:
 - exit 2 ends with exactly one error line: `FILE:LINE:COL: error: ...` or
   `syncproof[ COMMAND]: error: ...`.
 Runs in-process (verify.cli.main.main with capsys); a few cases run as a subprocess,
-so that the real process exit status and stderr are checked too."""
+so that the real process exit status and stderr are checked too.
 
+Two tiers of argv: `invocations` knows each command's flags and mostly valid values
+(the run does real work); `fuzzed` is generic: it enumerates the subcommands and their
+options from the argparse parser itself, so a new subcommand or option is fuzzed without
+a change here, and draws random subsets of the options with odd values (negative, huge,
+non-numeric, empty, unknown names, missing files, directories), and kernels that are
+generated with every language feature (verify.search.rich) or malformed (truncated or
+mutated text)."""
+
+import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +31,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from semantics.printer import print_program
-from verify.cli.main import main
+from verify.cli import mlir as cli_mlir
+from verify.cli.main import build_parser, main
 from verify.search.generators import programs
+from verify.search.rich import rich_programs
 
 ROOT = Path(__file__).parents[3]
 DATA = ROOT / "tests" / "data"
@@ -185,3 +197,150 @@ def test_the_real_process_exits_2_with_one_error_line(argv):
                          timeout=120)
     check_outcome(argv, run.returncode, run.stdout, run.stderr)
     assert run.returncode == 2
+
+
+# ------------------------------------------------------------------ generic tier
+
+SUBCOMMANDS = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+RICH = rich_programs(engines=(1, 3), max_depth=2, max_statements=3, max_instances=8, max_param=2, max_queues=2,
+                     max_ops=5)
+ODD = ["-1", "0", "-0", "1", "2", "0.5", "-2.5", "1e400", "nan", "inf", "99999999999999999999", "x", "", " ",
+       "nope", "\u00e9", "N=0..1", "N=x", "N=2..1", "Q=1", "N=-1", "="]
+# Appended after the fuzzed options, so that each run stays small (argparse: the last
+# occurrence wins, and every earlier value is still parsed and checked).
+CAPS = {"--max-param": "1", "--timeout": "10", "--proof-timeout": "10", "--max-states": "5000", "--examples": "2",
+        "--workers": "1", "--proof-jobs": "1"}
+# Options not fuzzed, and why: a valid address connects to a network scheduler.
+NOT_FUZZED = {"--cluster"}
+TOKENS = ["{", "}", "..", "%", "//", "-", "0", "99999999999", "wait", "for", "if", "else", "param", "engines",
+          "\n", "@", ">=", "max(", ",", "\x00", "\u00e9", "queue", "via", "replica", "lat"]
+
+
+@st.composite
+def malformed(draw, program):
+    """The program's text, truncated or mutated."""
+    text = print_program(program)
+    at = draw(st.integers(0, max(0, len(text) - 1)))
+    match draw(st.sampled_from(["truncate", "replace", "insert", "drop line", "repeat line"])):
+        case "truncate":
+            return text[:at]
+        case "replace":
+            return text[:at] + draw(st.sampled_from(TOKENS)) + text[at + 1:]
+        case "insert":
+            return text[:at] + " " + draw(st.sampled_from(TOKENS)) + " " + text[at:]
+        case "drop line":
+            lines = text.splitlines(keepends=True)
+            n = draw(st.integers(0, len(lines) - 1))
+            return "".join(lines[:n] + lines[n + 1:])
+        case "repeat line":
+            lines = text.splitlines(keepends=True)
+            n = draw(st.integers(0, len(lines) - 1))
+            return "".join(lines[:n + 1] + lines[n:])
+
+
+@st.composite
+def kernel_file(draw, files, name):
+    """A kernel file: generated (every language feature), synced, malformed, or one of
+    the named inputs."""
+    source = draw(st.sampled_from(["rich", "synced", "malformed", *GOOD, *BAD]))
+    if source in GOOD or source in BAD:
+        return files[source]
+    program = draw(RICH if source == "rich" else SYNCED)
+    if draw(st.booleans(), label="defaults"):  # simulate and bench need `param N = value`
+        program = attrs.evolve(program, params=tuple(attrs.evolve(p, default=draw(st.integers(0, 2)))
+                                                     for p in program.params))
+    text = draw(malformed(program)) if source == "malformed" else print_program(program)
+    path = os.path.join(files["base"], name)
+    Path(path).write_text(text)
+    return path
+
+
+def _values(action, files, out):
+    """Odd and ordinary values for one option: its choices, ODD, and paths (only under
+    the test's own folder: an option may write its value's file)."""
+    paths = [out, os.path.join(out, "sub", "x"), files["a_file"], files["a_dir.sync"], files["missing.sync"],
+             files["base"]]
+    return [*(str(c) for c in action.choices or ()), *ODD, *paths]
+
+
+@st.composite
+def fuzzed(draw, files):
+    """argv for any subcommand of the parser: its positionals, a random subset of its
+    options with odd values, maybe an unknown option, then CAPS."""
+    command = draw(st.sampled_from(sorted(SUBCOMMANDS)))
+    out = os.path.join(files["base"], f"out{draw(st.integers(0, 3))}")
+    argv = [command]
+    actions = [a for a in SUBCOMMANDS[command]._actions if not isinstance(a, argparse._HelpAction)]
+    for action in actions:
+        if action.option_strings:
+            continue
+        # "*": at least one (none means a default set, which can be large: `bench` alone
+        # runs every kernel of the repository)
+        count = {None: 1, "?": draw(st.integers(0, 1)), "*": draw(st.integers(1, 2)),
+                 "+": draw(st.integers(1, 2))}.get(action.nargs, 1)
+        count = draw(st.sampled_from([count, count, count, max(0, count - 1) if action.nargs == "*" else 0,
+                                      count + 1]), label="positionals")
+        argv += [draw(kernel_file(files, f"fuzz_{command}_{n}.sync")) for n in range(count)]
+    options = [a for a in actions if a.option_strings and not NOT_FUZZED & set(a.option_strings)]
+    for action in draw(st.lists(st.sampled_from(options), max_size=4, unique_by=id)) if options else []:
+        name = draw(st.sampled_from(action.option_strings))
+        if action.nargs == 0:
+            argv.append(name)
+        else:
+            argv += [name, draw(st.sampled_from(_values(action, files, out)))]
+    argv += draw(st.sampled_from([[], [], ["--nope"], ["--nope", "1"], ["-q"]]))
+    given = {s for a in actions for s in a.option_strings}
+    for name, value in CAPS.items():
+        if name in given:
+            argv += [name, value]
+    return argv
+
+
+def run_cli(argv):
+    """(exit status, stdout, stderr) of one in-process run; the process's address-space
+    limit (`--max-memory`) is restored after it."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                status = main(argv)
+            except SystemExit as exc:
+                status = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, limit)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_every_subcommand_of_the_parser_is_fuzzed():
+    """The generic tier reads the subcommands from the parser: today's at least, and the
+    hand-written tier names none the parser lacks."""
+    assert set(COMMANDS) <= set(SUBCOMMANDS)
+    assert {"check", "sync", "verify", "search", "simulate", "bench", "lean", "import-mlir"} <= set(SUBCOMMANDS)
+
+
+@pytest.mark.slow
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_subcommand_with_fuzzed_flags_exits_0_to_3_without_a_traceback(files, data):
+    argv = data.draw(fuzzed(files), label="argv")
+    status, out, err = run_cli(argv)
+    event(f"{argv[0]} exits {status}")
+    check_outcome(argv, status, out, err)
+
+
+@pytest.mark.parametrize("command", ["check", "sync", "verify", "simulate"])
+def test_teeth_an_injected_crash_is_caught(files, monkeypatch, command):
+    """A plain Exception inside a subcommand (here the kernel loader they share) is a
+    bug: the property sees it (exit 3 with "internal error")."""
+    def crash(*args, **kwargs):
+        raise Exception("injected")
+
+    monkeypatch.setattr(cli_mlir, "load", crash)
+    argv = [command, files["tiny.sync"]]
+    status, out, err = run_cli(argv)
+    with pytest.raises(AssertionError):
+        check_outcome(argv, status, out, err)
