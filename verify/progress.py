@@ -31,6 +31,34 @@ DEFAULT_INTERVAL = 3.0
 
 _silenced = [False]
 
+# Test hook: only the tests set it (tests/verify/cli/test_interruption.py, test_time_limits.py).
+ENV_TEST_SLOW = "SYNCPROOF_TEST_SLOW"
+_paused: set[str] = set()
+
+
+def slow_for_tests(phase: str, poll: Callable[[], None] | None = None) -> None:
+    """Test hook. When the environment variable SYNCPROOF_TEST_SLOW names `phase`
+    (`PHASE` or `PHASE:SECONDS`, default 60 s; several separated by commas), the first
+    time it is reached in the process print
+    `syncproof: test hook: PHASE slowed` on stderr and sleep that long in steps of
+    50 ms, calling `poll()` between them (a time limit's check may raise). The phases:
+    `sync` (the threshold planner's stages, verify/cli/limits.py) and `proof-worker`
+    (each all-values proof worker process, verify/proof/jobs.py). Unset: nothing."""
+    spec = os.environ.get(ENV_TEST_SLOW)
+    if not spec:
+        return
+    for item in spec.split(","):
+        name, _, seconds = item.strip().partition(":")
+        if name == phase and phase not in _paused:
+            _paused.add(phase)  # once per process
+            print(f"syncproof: test hook: {phase} slowed", file=sys.stderr, flush=True)
+            until = time.monotonic() + (float(seconds) if seconds else 60.0)
+            while time.monotonic() < until:
+                if poll is not None:
+                    poll()
+                time.sleep(0.05)
+            return
+
 
 def silence() -> None:
     """No progress line from now on (after Ctrl-C: the interruption's line is the last)."""

@@ -10,7 +10,8 @@ handlers run only when the main thread executes bytecode. A blocked signal stays
 whatever handler a library installs, and `sigtimedwait` takes it.
 
 The child processes (process pools, the all-values proof's workers and their fork
-server, a local Dask cluster's processes) inherit the blocked mask, so a Ctrl-C sent to
+server, a local Dask cluster's processes) inherit the blocked mask and the ignored
+disposition, so a Ctrl-C sent to
 the terminal's whole process group does not make each of them print a traceback; the
 main thread ends them all: it stops every descendant (so none forks another while they
 are collected), kills them, and leaves with `os._exit(130)` without waiting for the
@@ -36,6 +37,11 @@ def run_interruptibly(target: Callable[[], None], stack_size: int) -> int | None
     this function's to take: it only runs and joins."""
     guard = threading.current_thread() is threading.main_thread() and hasattr(signal, "sigtimedwait")
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if guard else None
+    # Ignored as well as blocked: a child started by exec (multiprocessing's spawn, Dask's
+    # processes) keeps an ignored disposition, and a Ctrl-C sent to the whole group while
+    # it is still starting then leaves it alone (a blocked signal still reaches
+    # sigtimedwait here: Linux keeps a blocked signal pending even while it is ignored).
+    previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if guard else None
     try:
         thread = _start(target, stack_size)
         if not guard:
@@ -49,6 +55,8 @@ def run_interruptibly(target: Callable[[], None], stack_size: int) -> int | None
             interrupted()
         return None
     finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGINT, previous_handler)
         if previous_mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
 

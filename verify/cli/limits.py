@@ -22,6 +22,7 @@ import threading
 import weakref
 
 from verify.engines.deadline import Deadline, DeadlineReached
+from verify.progress import slow_for_tests
 
 _INTERRUPT_EVERY = 0.05  # seconds between interruptions of Z3 once the limit has passed
 
@@ -62,6 +63,7 @@ class CommandLimit:
         finally:
             self._in_phase = False
         self.check()
+        slow_for_tests("sync", self.check)
 
     def during_check(self) -> None:
         """A progress message of the bounded check (Progress.poll): check the limit."""

@@ -35,6 +35,7 @@ from semantics.ir import Program
 from semantics.symbolic import conflicting_pairs
 
 from verify.engines.deadline import Deadline, DeadlineReached
+from verify.progress import slow_for_tests
 from verify.proof.counts import Unsupported
 from verify.proof.queues import home
 from verify.proof.server import start_workers
@@ -335,6 +336,7 @@ def _serve(send, errors: str, options, work, at: list) -> None:
     sent, and the process ends."""
     with open(errors, "wb") as printed:
         os.dup2(printed.fileno(), 2)
+    slow_for_tests("proof-worker")  # a test hook (verify/progress.py): the Ctrl-C tests find workers running
     if options.worker_memory_mb:
         # Z3's memory in this process only (a global setting, so never in the parent): a
         # non-linear query can grow a worker by gigabytes without reaching its resource
