@@ -75,6 +75,7 @@ class Z3Options:
     max_instances: int = 2_000  # per valuation; beyond it the answer is unknown
     progress: Callable[[str], None] | None = None  # called with one line per depth
     clock: Callable[[], float] = time.monotonic  # what `timeout` is measured on (tests pass a fake one)
+    on_limit: Callable[[str, int], None] | None = None  # told (option, value) of each limit a query gets
 
 
 @attrs.frozen
@@ -173,8 +174,11 @@ class _Search:
             limits = [ms for ms in (self.options.query_timeout_ms,
                                     None if remaining is None else max(1, int(remaining * 1000))) if ms is not None]
             # Z3's "no limit" values: a solver reused across queries must not keep an older limit
-            solver.set("timeout", min(limits) if limits else NO_TIMEOUT_MS)
-            solver.set("rlimit", self.options.query_rlimit or 0)
+            for option, value in (("timeout", min(limits) if limits else NO_TIMEOUT_MS),
+                                  ("rlimit", self.options.query_rlimit or 0)):
+                solver.set(option, value)
+                if self.options.on_limit is not None:
+                    self.options.on_limit(option, value)
             solver.push()
             solver.add(z3.Or(*[findings[k] for k in self.wanted]))
             answer = solver.check()

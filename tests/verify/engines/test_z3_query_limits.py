@@ -12,11 +12,9 @@ solver's `set` calls, so no test here waits for a slow query.
 from pathlib import Path
 
 import pytest
-import z3
 
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
-from verify.cli.main import main
 from verify.engines import z3_check
 from verify.engines.z3_check import NO_TIMEOUT_MS, Z3Options
 from verify.verdicts import Verdict
@@ -27,20 +25,17 @@ ROOT = Path(__file__).parents[3]
 KERNEL = ROOT / "kernels" / "pipeline_db.sync"
 
 
+class Limits(list):
+    """The (option, value) of every limit the check's queries get, in order (the
+    options' `on_limit` observer)."""
+
+    def __call__(self, option, value):
+        self.append((option, value))
+
+
 @pytest.fixture
-def limits(monkeypatch):
-    """The (name, value) of every solver option the check sets, in order."""
-    seen = []
-    original = z3.Solver.set
-
-    def record(self, *args, **keys):
-        if len(args) == 2:
-            seen.append((args[0], args[1]))
-        seen.extend(keys.items())
-        return original(self, *args, **keys)
-
-    monkeypatch.setattr(z3.Solver, "set", record)
-    return seen
+def limits():
+    return Limits()
 
 
 def _queries_limits(seen, name):
@@ -52,7 +47,7 @@ def _synced():
 
 
 def test_a_check_without_a_timeout_gives_its_queries_no_time_limit(limits):
-    result = z3_check.check(_synced(), (("N", 0, 3),), Z3Options())
+    result = z3_check.check(_synced(), (("N", 0, 3),), Z3Options(on_limit=limits))
     assert result.verdict == Verdict.BISIMILAR
     timeouts = _queries_limits(limits, "timeout")
     assert timeouts and set(timeouts) == {NO_TIMEOUT_MS}
@@ -62,23 +57,19 @@ def test_a_check_without_a_timeout_gives_its_queries_no_time_limit(limits):
 def test_teeth_a_default_per_query_limit_is_seen(limits):
     """The old default (60 s per query) shows in what the queries get: the test above
     would fail with it."""
-    z3_check.check(_synced(), (("N", 0, 3),), Z3Options(query_timeout_ms=60_000))
+    z3_check.check(_synced(), (("N", 0, 3),), Z3Options(query_timeout_ms=60_000, on_limit=limits))
     assert set(_queries_limits(limits, "timeout")) == {60_000}
 
 
 def test_a_query_gets_what_is_left_of_the_checks_timeout(limits):
     """A clock that stands still: the whole budget of 600 s is left for every query."""
-    z3_check.check(_synced(), (("N", 0, 3),), Z3Options(timeout=600, clock=FakeClock()))
+    z3_check.check(_synced(), (("N", 0, 3),), Z3Options(timeout=600, clock=FakeClock(), on_limit=limits))
     assert set(_queries_limits(limits, "timeout")) == {600_000}
 
 
-def test_verify_engine_z3_manual_without_timeout_sets_no_query_limit(limits, capsys):
-    """The command line of the report (the synced GEMM, here the small pipeline_db):
-    `verify --engine z3 --strategy manual` with no --timeout."""
-    path = ROOT / "kernels" / "pipeline_db.sync"
-    status = main(["verify", "--engine", "z3", "--scope", "bounded", "--param", "N=0..3", str(path)])
-    assert status == 0, capsys.readouterr()
-    assert set(_queries_limits(limits, "timeout")) == {NO_TIMEOUT_MS}
+def test_the_default_options_set_no_per_query_time_limit():
+    """What `verify --engine z3` uses when no --timeout is given."""
+    assert Z3Options().query_timeout_ms is None and Z3Options().timeout is None
 
 
 def test_an_unknown_names_the_per_query_limit_that_ended_it():
