@@ -44,8 +44,6 @@ ENGINES = (*engine_select.CHOICES, EngineName.Z3, EngineName.BOTH)
 SKIPPED_BOUNDED = "--scope bounded"
 SKIPPED_FAILED = "the bounded check did not succeed"
 SKIPPED_UNKNOWN = "the bounded check is unknown"
-SKIPPED_QUEUES = ("the program has DMA queues (`queue`, `via`): the all-values proof does not cover triggers, "
-                  "counter increments or the signed 32-bit range")
 # The combined reason of `engine="both"` when the two answers cannot be merged.
 BOTH_UNKNOWN = "at least one engine's answer is unknown"
 BOTH_DISAGREE = "the explicit and z3 engines disagree"
@@ -267,7 +265,7 @@ def start_workers_early(options: VerifyOptions, program: Program) -> None:
     """Start the proof's worker server now (verify/proof/server.py): it loads its modules
     on another core while the strategy runs and the bounded check explores, so the
     proof's workers fork at once. Only when a proof may run on workers."""
-    if options.scope == Scope.BOUNDED or options.proof_jobs <= 1 or not program.params or program.queues:
+    if options.scope == Scope.BOUNDED or options.proof_jobs <= 1 or not program.params:
         return
     from verify.proof.server import start_workers  # without z3 and sympy: the server loads them
 
@@ -288,8 +286,6 @@ def _all_values(options: VerifyOptions, program: Program, result: CheckResult, b
         return result, None, SKIPPED_BOUNDED
     if result.holds is not True:
         return result, None, SKIPPED_FAILED if result.holds is False else SKIPPED_UNKNOWN
-    if program.queues:  # refused, not attempted (docs/proofs.md): the bounded result stands
-        return result, None, SKIPPED_QUEUES
     if not program.params and result.complete:  # the check covered the only valuation
         return result, None, None
     # Lower bounds of the check restrict the proof too (K=1..3: every K >= 1).

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from verify.api.checking import (  # noqa: F401 (the flags' defaults; tests read them here too)
-    DEFAULT_PROOF_JOBS, DEFAULT_PROOF_RLIMIT, DEFAULT_PROOF_TIMEOUT, SKIPPED_QUEUES, Report, Scope,
+    DEFAULT_PROOF_JOBS, DEFAULT_PROOF_RLIMIT, DEFAULT_PROOF_TIMEOUT, Report, Scope,
 )
 from verify.cli.args import positive_seconds, proof_jobs
 from verify.verdicts import ProofStatus
@@ -50,9 +50,7 @@ def all_values(report: Report, property: str) -> tuple[dict, list[str]]:
                  "reason": "no parameters: the bounded check covered the only valuation"},
                 ["all parameter values: the kernel has no parameters, so the check above covered its only run."])
     if proof is None:
-        lines = [f"all parameter values: not attempted ({SKIPPED_QUEUES})."] \
-            if report.proof_skipped == SKIPPED_QUEUES else []
-        return {"status": ProofStatus.SKIPPED, "reason": report.proof_skipped}, lines
+        return {"status": ProofStatus.SKIPPED, "reason": report.proof_skipped}, []
     data = proof.to_json()
     if proof.status == ProofStatus.PROVED:
         proved = sum(1 for o in proof.obligations if o.status == ProofStatus.PROVED)

@@ -339,3 +339,18 @@ def test_teeth_a_proof_breaking_a_queue_rule_no_longer_proves_dma_trigger(break_
     assert prove(synced, OPTIONS).status == PROVED
     break_rule(monkeypatch)
     assert prove(synced, OPTIONS).status != PROVED
+
+
+def test_verify_runs_the_all_values_proof_on_a_queue_program(capsys):
+    """`verify` proves a program with DMA queues for every parameter value (it used to
+    skip the proof there and report the bounded answer only)."""
+    import json
+    from pathlib import Path
+
+    from verify.cli.main import main
+
+    kernel = Path(__file__).parents[3] / "kernels" / "dma_trigger.sync"
+    status = main(["verify", "--json", "--proof-jobs", "1", str(kernel)])
+    data = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert data["scope"] == "all" and data["all_values"]["status"] == "proved"
