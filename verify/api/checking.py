@@ -156,6 +156,8 @@ class Report:
     proof_skipped: str | None = None
     by_engine: tuple[CheckResult, ...] = ()
     disagreement: bool = False
+    checked_bounds: tuple = ()  # the bounds the bounded check covered (`result.bounds` may be
+    # the one valuation of a counterexample the proof found outside them)
 
     @property
     def verdict(self) -> Verdict:
@@ -258,7 +260,8 @@ def verify(program: Program, options: VerifyOptions = VerifyOptions()) -> Report
     else:
         checked, by_engine = results[options.engine], ()
     result, proof, skipped = _all_values(options, synced, checked, bounds)
-    return Report(result, _scope_of(synced, proof, skipped), options.strategy, sync_result, proof, skipped, by_engine)
+    return Report(result, _scope_of(synced, proof, skipped), options.strategy, sync_result, proof, skipped, by_engine,
+                  checked_bounds=checked.bounds)
 
 
 def start_workers_early(options: VerifyOptions, program: Program) -> None:
@@ -305,7 +308,8 @@ def _all_values(options: VerifyOptions, program: Program, result: CheckResult, b
         if options.verbose:
             _always(progress, line)
         elif progress is not None:
-            progress(f"all-values proof: {answered[0]} queries answered")
+            progress(f"all-values proof: {answered[0]} Z3 {'query' if answered[0] == 1 else 'queries'} answered "
+                     "(an obligation takes one or more)")
 
     from verify.proof.prove import SECOND_ROUND, ProofOptions, prove
 

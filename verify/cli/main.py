@@ -210,7 +210,8 @@ def _print_result(args, report, extra=None) -> None:
         data.update(extra or {})
         print(json.dumps(data, indent=2))
     else:
-        text = result_text(report.result, args.strategy, args.file, proved_all=proof.get("status") == "proved")
+        text = result_text(report.result, args.strategy, args.file, proved_all=proof.get("status") == "proved",
+                           checked_bounds=report.checked_bounds)
         print("\n".join([text, *proof_text]))
 
 

@@ -66,7 +66,7 @@ def all_values(report: Report, property: str) -> tuple[dict, list[str]]:
         return data, lines + ([proof.int32.text()] if proof.int32 is not None else [])
     if proof.status == ProofStatus.REFUTED:
         return data, [f"all parameter values: refuted outside the bounds: {proof.reason}; "
-                      "the counterexample below is at that valuation."]
+                      "the counterexample above is at that valuation."]
     return data, [f"all parameter values: not proved ({proof.reason}); the result above is bounded."]
 
 

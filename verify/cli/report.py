@@ -73,7 +73,10 @@ def _label_line(unrolled: Unrolled, label: Label) -> str:
     return f"{label.kind:<8} {engine}.{instance.describe()}"
 
 
-def result_text(result: CheckResult, strategy: str, filename: str, proved_all: bool = False) -> str:
+def result_text(result: CheckResult, strategy: str, filename: str, proved_all: bool = False,
+                checked_bounds: tuple = ()) -> str:
+    """The text answer. `checked_bounds`: the bounds the bounded check covered, when the
+    result is instead at a counterexample the all-values proof found outside them."""
     if result.engine == EngineName.Z3:  # one symbolic query covers every valuation; `states` counts queries
         scope = (f"all {result.total_valuations} valuations covered symbolically" if result.complete
                  else f"{result.total_valuations} valuations, not all covered")
@@ -85,7 +88,10 @@ def result_text(result: CheckResult, strategy: str, filename: str, proved_all: b
         explored = f"{result.valuations} of {result.total_valuations} valuations explored, {result.states} states"
     out = [
         f"{filename}: strategy {strategy}, engine {result.engine}, property {result.property}",
-        f"bounds: {bounds_text(result.bounds)} (inclusive; {explored})",
+        f"bounds: {bounds_text(result.bounds)} (inclusive; {explored})"
+        if not checked_bounds or tuple(checked_bounds) == tuple(result.bounds) else
+        f"bounds: {bounds_text(result.bounds)}: the valuation of the counterexample that the all-values proof "
+        f"found outside the checked bounds {bounds_text(checked_bounds)} (inclusive; {explored})",
     ]
     witness = result.witness
     if result.verdict == Verdict.UNKNOWN:

@@ -34,7 +34,7 @@ CASES = {
                                "valuation 1/1 (N=6), 20000 states"),
     "verify-z3": (["verify", "--engine", "z3", "--scope", "bounded", TINY], "verify", "z3: event-time query"),
     "verify-both": (["verify", "--engine", "both", "--scope", "bounded", TINY], "verify", "z3: building"),
-    "verify-proof": (["verify", TINY], "verify", "all-values proof: 1 queries answered"),
+    "verify-proof": (["verify", TINY], "verify", "all-values proof: 1 Z3 query answered"),
     "verify-proof-verbose": (["verify", "--verbose", TINY], "verify", "prove: "),
     "verify-mlir": (["verify", "--engine", "explicit", "--scope", "bounded", TINY_MLIR], "verify", "valuation 1/1 (no parameters)"),
     "verify-hb": (["verify", "--scope", "bounded", "--param", "N=0..6", WIDE], "verify", "valuation 7/7"),
