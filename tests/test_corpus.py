@@ -80,7 +80,7 @@ kernel_files = pytest.mark.parametrize("path", KERNELS, ids=_id)
 # `all`); every other kernel gets scope `bounded`. The proof's budgets are Z3 rlimits per
 # query, so this set does not depend on load; the test lifts the wall-clock safety net
 # (`--proof-timeout 600`; ring_buffer takes ~35 s on an idle machine).
-PROVED_ALL = {"if_else_split.sync", "masked_wait.sync", "nested_dynamic.sync", "pipeline_db.sync",
+PROVED_ALL = {"dma_trigger.sync", "if_else_split.sync", "masked_wait.sync", "nested_dynamic.sync", "pipeline_db.sync",
               "ring_buffer.sync", "six_engine_block.sync", "tile_transpose_2d.sync",
               "triangular_attention.sync", "zero_trip_acc.sync"}
 

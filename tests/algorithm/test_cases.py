@@ -144,7 +144,7 @@ def test_projection_check_catches_a_wrong_combination():
 
 
 SECOND_ANALYSIS_CASES = ["causal_guard_outer_tile", "symbolic_coefficient_range", "piecewise_max_index",
-                         "clamped_previous_index", "else_pins_lower_end"]
+                         "clamped_previous_index"]
 
 
 @pytest.mark.parametrize("name", SECOND_ANALYSIS_CASES)
@@ -173,3 +173,18 @@ def test_negated_comparison_means_the_negation(op):
     c = Compare(op, Var("i"), Var("N"))
     for env in POINTS:
         assert eval_cond(negated(c), env) == (not eval_cond(c, env)), env
+
+
+@pytest.mark.parametrize("name", ["else_pins_lower_end", "else_of_disjunction"])
+def test_else_branches_are_read_as_the_comparisons_they_mean_by_the_first_analysis(monkeypatch, name):
+    """An else branch's guard is read with its negation pushed to the comparisons
+    (`not j > 0` is `j <= 0`; `not (i < 0 or j >= 2)` is `i >= 0` and `j < 2`): these
+    cases are exact without the second analysis."""
+    import algorithm.threshold.plan as plan_mod
+    from algorithm.threshold import plan_thresholds
+    from semantics.parser import parse_file
+    from tests.support.corpus import CASES_DIR
+
+    monkeypatch.setattr(plan_mod, "second_chance", lambda *args, **kwargs: None)
+    program = parse_file(str(CASES_DIR / f"{name}.sync"))
+    assert all(e.exact for e in plan_thresholds(program).entries)

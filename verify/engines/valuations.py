@@ -220,7 +220,10 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
                 options.progress(f"valuation {number + 1}/{all_valuations.size} ({_shown(values)}), "
                                  f"{total_states} {unit}")
             if result.verdict == Verdict.UNKNOWN:
-                unknown_reason = f"{result.reason} at {_shown(values)}"
+                # A valuation that ran into the command's time limit says so as every
+                # engine does; any other unknown names its valuation.
+                unknown_reason = result.reason if result.reason == "time limit reached" else \
+                    f"{result.reason} at {_shown(values)}"
                 if deadline is not None and now > deadline:
                     break
             elif deadline is not None and now > deadline and number + 1 < all_valuations.size:
