@@ -67,5 +67,5 @@ def test_the_proof_announces_itself_and_its_budget_even_when_quiet(monkeypatch, 
     assert main(["verify", "--proof-timeout", "7.5", TINY]) == 0
     err = capsys.readouterr().err
     lines = _progress(err, "verify")
-    assert len(lines) == 1 and "budget 7.5 s" in lines[0], err
+    assert len(lines) == 1 and "budget 1,000,000,000 Z3 units" in lines[0] and "wall-clock cap 7.5 s" in lines[0], err
     assert "prove: " not in err  # per-obligation lines only with --verbose
