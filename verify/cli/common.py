@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 from semantics.errors import KernelError, UsageError
 from semantics.ir import Program
@@ -45,3 +46,16 @@ def parse_bounds(program: Program, specs: list[str], max_param: int | None,
         given[name] = (lo, hi)
     top = 3 if max_param is None else max_param
     return tuple((p.name, *given.get(p.name, (p.lower, max(top, p.lower)))) for p in program.params)
+
+
+def write_output(path: str | None, text: str) -> None:
+    """`text` to the file at `path` (`-o OUT`), else to stdout; an unwritable file is a
+    usage error."""
+    if path:
+        try:
+            with open(path, "w") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)

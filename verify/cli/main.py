@@ -30,7 +30,7 @@ from verify.engines import select as engine_select
 from verify.engines.explicit import InternalError
 from verify.cli.limits import CommandLimit
 from verify.engines.deadline import DeadlineReached
-from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds
+from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds, write_output
 from verify.cli.report import add_format_arguments, output_format, result_json, result_text
 from verify.cli.sarif import sarif_log, unknown_log
 from verify.progress import Progress
@@ -119,14 +119,7 @@ def _cmd_sync(args) -> int:
               f"{profile.name} budget of {profile.semaphore_budget}", file=sys.stderr)
     for note in result.stats.notes or ():
         print(f"sync: note: {note}", file=sys.stderr)
-    if args.output:
-        try:
-            with open(args.output, "w") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
-    else:
-        sys.stdout.write(text)
+    write_output(args.output, text)
     return EXIT_OK
 
 

@@ -6,11 +6,11 @@ bench and lean all take one."""
 from __future__ import annotations
 
 import contextlib
-import sys
 
 from semantics.errors import UsageError
 from semantics.printer import print_program
 from verify.api.programs import NKI_ENGINES, is_nki, load_nki
+from verify.cli.common import write_output
 
 # the commands that read a kernel, besides import-nki
 READERS = ("check", "sync", "verify", "simulate", "bench", "lean")
@@ -44,12 +44,5 @@ def cmd_import(args) -> int:
     header = [f"# imported from {args.file} ({imported.function}) by syncproof import-nki (docs/nki.md)"]
     header += [f"# shape parameter: {note}" for note in imported.notes]
     text = "\n".join(header) + "\n" + print_program(imported.program)
-    if args.output:
-        try:
-            with open(args.output, "w") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
-    else:
-        sys.stdout.write(text)
+    write_output(args.output, text)
     return 0
