@@ -10,7 +10,9 @@ from typing import Callable, Mapping
 
 from semantics.errors import EvalError, Unsupported  # Unsupported: re-exported
 from semantics.evaluate import eval_cond, eval_expr
-from semantics.ir import And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var, fold_expr
+from semantics.ir import (
+    And, BinOp, Compare, Const, Count, IfExpr, Iters, Max, Min, Neg, Not, Or, Var, count_key, fold_expr,
+)
 
 Compiled = Callable[..., int]  # (env, iters=None) -> value
 
@@ -22,8 +24,10 @@ def division(x: int, y: int, op: str, node) -> int:
 
 
 def iteration_count(iters: Mapping[str, int] | None, var: str, node) -> int:
+    """The tracked value of `iters(var)` (key `var`) or `count(F)` (key `count_key(F)`)."""
     if iters is None:
-        raise EvalError("iters(...) has no value outside a wait threshold", node.loc)
+        kind = "count" if isinstance(node, Count) else "iters"
+        raise EvalError(f"{kind}(...) has no value outside a wait threshold", node.loc)
     return iters.get(var, 0)
 
 
@@ -42,6 +46,8 @@ def source(node, nodes: list) -> str:
                 return f"env[{name!r}]"
             case Iters(var=var):
                 return f"_iters(iters, {var!r}, {ref(n)})"
+            case Count(engine=engine):
+                return f"_iters(iters, {count_key(engine)!r}, {ref(n)})"
             case BinOp(op=op) if op in ("+", "-", "*"):
                 return f"({inner[0]} {op} {inner[1]})"
             case BinOp(op=op) if op in ("//", "%"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from semantics.errors import EvalError
-from semantics.ir import And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var
+from semantics.ir import And, BinOp, Compare, Const, Count, IfExpr, Iters, Max, Min, Neg, Not, Or, Var, count_key
 
 _COMPARE = {
     "==": lambda a, b: a == b,
@@ -19,7 +19,8 @@ _COMPARE = {
 
 def eval_expr(node, env: Mapping[str, int], iters: Mapping[str, int] | None = None) -> int:
     """Value of an integer expression; `env` maps parameters and loop variables,
-    `iters` maps loop variables to their tracked iteration counts."""
+    `iters` maps loop variables to their tracked iteration counts and `count_key(F)` to
+    the tracked count of engine F (`count(F)`)."""
     match node:
         case Const(value=v):
             return v
@@ -29,6 +30,10 @@ def eval_expr(node, env: Mapping[str, int], iters: Mapping[str, int] | None = No
             if iters is None:
                 raise EvalError("iters(...) has no value outside a wait threshold", node.loc)
             return iters.get(var, 0)
+        case Count(engine=engine):
+            if iters is None:
+                raise EvalError("count(...) has no value outside a wait threshold", node.loc)
+            return iters.get(count_key(engine), 0)
         case BinOp(op=op, left=a, right=b):
             x, y = eval_expr(a, env, iters), eval_expr(b, env, iters)
             match op:

@@ -54,6 +54,21 @@ class Iters:
 
 
 @attrs.frozen(cache_hash=True)
+class Count:
+    """Tracked count of engine `engine` (wait thresholds only): the instances of its ops
+    (a DMA op `via Q` counts for its queue Q) before the current instance in program order."""
+
+    engine: str
+    loc: Loc | None = _loc()
+
+
+def count_key(engine: str) -> str:
+    """The key of `count(engine)` in a mapping of tracked values (beside loop variables for
+    `iters`): its printed text, which no loop variable can be named."""
+    return f"count({engine})"
+
+
+@attrs.frozen(cache_hash=True)
 class BinOp:
     op: str  # one of + - * // %
     left: Expr
@@ -90,7 +105,7 @@ class IfExpr:
     loc: Loc | None = _loc()
 
 
-Expr = Union[Const, Var, Iters, BinOp, Neg, Min, Max, IfExpr]
+Expr = Union[Const, Var, Iters, Count, BinOp, Neg, Min, Max, IfExpr]
 
 BINOPS = ("+", "-", "*", "//", "%")
 
@@ -334,7 +349,7 @@ def expr_children(node) -> tuple:
     """The direct sub-terms of an expression or condition, in field order (IfExpr: cond,
     then, else_). TypeError for anything else."""
     match node:
-        case Const() | Var() | Iters():
+        case Const() | Var() | Iters() | Count():
             return ()
         case BinOp() | Min() | Max() | Compare() | And() | Or():
             return (node.left, node.right)

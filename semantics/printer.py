@@ -7,7 +7,7 @@ import functools
 
 from semantics.collector import fewer_collections
 from semantics.ir import (
-    Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
+    Access, And, Barrier, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not,
     Op, Or, Param, Program, Range, Sync, Var, Wait, compute_engines,
 )
 
@@ -20,7 +20,7 @@ def _level(node) -> int:
     match node:
         case Const(value=v):
             return _UNARY if v < 0 else _ATOM
-        case Var() | Iters() | Min() | Max():
+        case Var() | Iters() | Count() | Min() | Max():
             return _ATOM
         case Neg():
             return _UNARY
@@ -56,6 +56,8 @@ def _print_bare(node) -> str:
             return name
         case Iters(var=var):
             return f"iters({var})"
+        case Count(engine=engine):
+            return f"count({engine})"
         case Neg(operand=a):
             inner = print_expr(a, _UNARY)
             return f"-({inner})" if inner.startswith("-") else f"-{inner}"

@@ -1,7 +1,7 @@
 """Expression simplification: readable, linear-normalized integer expressions.
 
 Integer expressions are normalized to a linear combination of atoms (variables,
-`iters(v)`, and irreducible subterms such as `i % 2` or `max(a, b)`), with constant
+`iters(v)`, `count(F)`, and irreducible subterms such as `i % 2` or `max(a, b)`), with constant
 folding everywhere; conditions are folded when constant. Folding follows the
 evaluation rules of semantics/evaluate.py (floor `//` and `%`), so a simplified
 expression has the same value as the original under every environment where the
@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from semantics.evaluate import eval_cond
 from semantics.ir import (
-    And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
+    And, BinOp, Compare, Const, Count, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
@@ -67,7 +67,7 @@ def _linear(node) -> Lin:
     match node:
         case Const(value=v):
             return {None: v}
-        case Var() | Iters():
+        case Var() | Iters() | Count():
             return {(node,): 1}
         case Neg(operand=a):
             return _add({}, _linear(a), -1)
@@ -212,13 +212,15 @@ def _sort_key(atom) -> tuple:
             return (0, n)
         case Iters(var=v):
             return (1, v)
+        case Count(engine=e):
+            return (2, e)
     from semantics.printer import print_expr
 
-    return (2, print_expr(atom))
+    return (3, print_expr(atom))
 
 
 def _mono_key(mono: tuple) -> tuple:
-    return (len(mono) == 1 and not isinstance(mono[0], (Var, Iters)), -len(mono), [_sort_key(a) for a in mono])
+    return (len(mono) == 1 and not isinstance(mono[0], (Var, Iters, Count)), -len(mono), [_sort_key(a) for a in mono])
 
 
 def _mono_expr(mono: tuple):

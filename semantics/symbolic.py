@@ -14,7 +14,8 @@ import z3
 
 from semantics.context import Site, common_depth, static_order
 from semantics.ir import (
-    Access, And, BinOp, Compare, Const, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Program, Range, Var,
+    Access, And, BinOp, Compare, Const, Count, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Program, Range, Var,
+    count_key,
 )
 
 
@@ -29,7 +30,8 @@ def py_mod(a, b):
 
 def to_z3(node, env: Mapping[str, z3.ArithRef], iters: Mapping[str, z3.ArithRef] | None = None,
           cache: dict | None = None, ctx: z3.Context | None = None):
-    """The Z3 term of an expression or condition; names are looked up in `env`.
+    """The Z3 term of an expression or condition; names are looked up in `env`, `iters(v)`
+    in `iters` under `v` and `count(F)` under `count_key(F)`.
     `cache` (optional) memoizes terms of shared subexpressions for one env; `ctx` is the
     Z3 context of the constants (default: z3's main context)."""
     if cache is not None:
@@ -50,6 +52,10 @@ def _to_z3(node, env, iters, cache, ctx=None):
             if iters is None or var not in iters:
                 raise KeyError(f"no symbolic value for iters({var})")
             return iters[var]
+        case Count(engine=engine):
+            if iters is None or count_key(engine) not in iters:
+                raise KeyError(f"no symbolic value for count({engine})")
+            return iters[count_key(engine)]
         case BinOp(op=op, left=a, right=b):
             x, y = to_z3(a, env, iters, cache, ctx), to_z3(b, env, iters, cache, ctx)
             match op:

@@ -20,6 +20,7 @@ from semantics.ir import (
     BinOp,
     Compare,
     Const,
+    Count,
     IfExpr,
     Iters,
     Loc,
@@ -134,6 +135,10 @@ class ToIR(Transformer):
             if len(args) != 1 or not isinstance(args[0], Var):
                 raise KernelError("iters takes exactly one loop variable name, as in `iters(i)`", loc)
             return Iters(args[0].name, loc=loc)
+        if fn == "count":
+            if len(args) != 1 or not isinstance(args[0], Var):
+                raise KernelError("count takes exactly one engine name, as in `count(DVE)`", loc)
+            return Count(args[0].name, loc=loc)
         if fn in ("min", "max"):
             if len(args) < 2:
                 raise KernelError(f"{fn} takes at least two arguments", loc)
@@ -142,7 +147,7 @@ class ToIR(Transformer):
             for arg in args[1:]:
                 result = node(result, _expect_expr(arg), loc=loc)
             return result
-        raise KernelError(f"unknown function '{fn}' (functions are min, max and iters)", loc)
+        raise KernelError(f"unknown function '{fn}' (functions are min, max, iters and count)", loc)
 
     def neg(self, raw):
         start, children = _parts(raw)

@@ -8,7 +8,7 @@ reports those.
 from __future__ import annotations
 
 from semantics.errors import KernelError
-from semantics.ir import Barrier, For, If, Iters, Loc, Op, Program, Var, fold_expr, index_exprs, walk_stmts
+from semantics.ir import Barrier, Count, For, If, Iters, Loc, Op, Program, Var, fold_expr, index_exprs, walk_stmts
 
 
 KEYWORDS = frozenset(
@@ -184,7 +184,7 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                 for wait in stmt.waits:
                     if wait.engine not in engines:
                         raise KernelError(f"unknown engine '{wait.engine}' in wait (declared engines: {' '.join(program.engines)})", wait.loc)
-                    check_expr(wait.threshold, scope, all_loops, iters_allowed=True)
+                    check_expr(wait.threshold, scope, all_loops, iters_allowed=True, engines=program.engines)
             case For():
                 check_expr(stmt.lo, scope, all_loops, iters_allowed=False)
                 check_expr(stmt.hi, scope, all_loops, iters_allowed=False)
@@ -197,8 +197,9 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                 pass
 
 
-def check_expr(node, scope, all_loops, iters_allowed: bool) -> None:
-    """Every name in `node` is in `scope`; `iters` only where allowed. The first offence
+def check_expr(node, scope, all_loops, iters_allowed: bool, engines=()) -> None:
+    """Every name in `node` is in `scope`; `iters` and `count` only where allowed, `count`
+    of one of `engines` (compute engines and DMA queues). The first offence
     from left to right is reported (a fold visits the names in that order; a TypeError
     for a node that is not an expression)."""
     def check(sub, _) -> None:
@@ -213,5 +214,11 @@ def check_expr(node, scope, all_loops, iters_allowed: bool) -> None:
                     raise KernelError("iters(...) is allowed only in wait thresholds", sub.loc)
                 if var not in all_loops:
                     raise KernelError(f"iters({var}): '{var}' is not a loop variable of this kernel", sub.loc)
+            case Count(engine=engine):
+                if not iters_allowed:
+                    raise KernelError("count(...) is allowed only in wait thresholds", sub.loc)
+                if engine not in engines:
+                    raise KernelError(f"count({engine}): unknown engine '{engine}' (declared engines: "
+                                      f"{' '.join(engines)})", sub.loc)
 
     fold_expr(node, check)
