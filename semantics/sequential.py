@@ -19,7 +19,8 @@ from semantics.errors import EvalError, LimitReached, UsageError
 from semantics.compiled import compiler
 from semantics.evaluate import eval_expr
 from semantics.ir import (
-    FLAG_IDS, QUEUES, SIGNAL_KINDS, Barrier, For, If, Loc, Op, Program, Range, Var, walk_expr, walk_stmts,
+    FLAG_IDS, QUEUES, SIGNAL_KINDS, Barrier, Count, For, If, Loc, Op, Program, Range, Var, count_key, walk_expr,
+    walk_stmts,
 )
 
 Element = tuple  # (buffer, index values...)
@@ -102,7 +103,11 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
     barriers: list[Loc | None] = []
     env: dict[str, int] = dict(valuation)
     loop_env: list[tuple[str, int]] = []
+    # The tracked values of the thresholds: iters(v) under v, count(F) under count_key(F)
+    # (the F-instances so far: its engine-local counter, kept only for engines some
+    # threshold counts).
     iters: dict[str, int] = {}
+    tracked = {engine_number[e]: count_key(e) for e in counted_engines(program)}
     compiled = compiled or compiler()  # expressions compiled once, evaluated per instance
     shapes: dict[int, tuple] = {}  # id(op) -> (op, its accesses' evaluators, its waits' evaluators)
 
@@ -156,6 +161,8 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                                         tuple(accesses.items()), waits, syncs,
                                         trigger=len(instances) - 1 if stmt.queue is not None else -1)
                     locals_[engine] += 1
+                    if engine in tracked:
+                        iters[tracked[engine]] = locals_[engine]
                     instances.append(instance)
                     if limit is not None and len(instances) > limit:
                         raise UnrollLimit(f"more than {limit} instances")
@@ -191,6 +198,14 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
 
     run(program.body)
     return Unrolled(program, valuation, tuple(instances), tuple(tuple(s) for s in streams), tuple(barriers))
+
+
+def counted_engines(program: Program) -> tuple[str, ...]:
+    """The engines F (compute engines or DMA queues) whose `count(F)` some wait threshold
+    reads, in `program.engines` order."""
+    named = {node.engine for stmt in walk_stmts(program.body) if isinstance(stmt, Op)
+             for wait in stmt.waits for node in walk_expr(wait.threshold) if isinstance(node, Count)}
+    return tuple(e for e in program.engines if e in named)
 
 
 def count_instances(program: Program, values: Mapping[str, int], limit: int) -> int | None:

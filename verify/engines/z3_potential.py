@@ -24,7 +24,9 @@ sequential run produces. Each item carries Z3 terms over the parameter variables
   with the swap `semantics.machines.Reference` makes for DMA ops: a trigger holds its
   transfer's requirement, the transfer none;
 - `waits` (instances): (engine, threshold term); `iters(v)` is the number of
-  existing iterations of loop v that begun before, or enclose, the instance.
+  existing iterations of loop v that begun before, or enclose, the instance, and
+  `count(F)` the number of existing counted F-instances (ops on F, transfers on a
+  queue F) whose key precedes the instance's.
 
 DMA ops (`E name via Q`, docs/design.md "DMA triggered by a compute engine") are two
 potential instances, adjacent in static order as in `unroll`: the *trigger* on E (no
@@ -40,13 +42,14 @@ local indices and stream positions as `semantics.sequential.unroll`.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 
 import attrs
 import z3
 
 from semantics.evaluate import eval_cond, eval_expr
-from semantics.ir import Barrier, For, If, Iters, Op, Program, increments
+from semantics.ir import Barrier, Count, For, If, Iters, Op, Program, count_key, increments
 from semantics.symbolic import conflict, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
@@ -234,9 +237,11 @@ def potential_program(program: Program, valuations, tag: str = "",
     local: dict[tuple, z3.ArithRef] = {}
     refpos: dict[tuple, z3.ArithRef] = {}
     reference_length, has_triggers = [], []
+    counted: list[tuple[list, list]] = []  # per engine: its counted items' keys, counts before each
     for e, stream in enumerate(streams):
         mine = [item for item in stream if item[0] in ("op", "transfer")]
         counts = _count_before(mine, lambda item: exists[item[2]])
+        counted.append(([item[2] for item in mine], counts))
         for n, item in enumerate(mine):
             local[item[2]] = defined(counts[n], z3.Int(name("local", item[2])))
         everything = [item for item in stream if item[0] != "barrier"]
@@ -294,6 +299,12 @@ def potential_program(program: Program, valuations, tag: str = "",
         for var in {s.var for s, _ in trail if isinstance(s, For)} | _iters_vars(stmt):
             bits = [z3.If(bit, 1, 0) for k, loop, bit in iterations if loop.var == var and k <= key]
             iters[var] = z3.Sum(bits) if bits else z3.IntVal(0)
+        # count(F): existing counted F-instances whose key precedes this key (a trigger's
+        # own transfer, key (index, "q"), comes after it).
+        for f in _counted_engines(stmt):
+            keys, counts = counted[engine_number[f]]
+            at = bisect.bisect_left(keys, key)
+            iters[count_key(f)] = local[keys[at]] if at < len(keys) else counts[-1]
         waits = tuple((engine_number[w.engine], defined(to_z3(w.threshold, env, iters), z3.Int(name(f"t{n}_", key))))
                       for n, w in enumerate(stmt.waits))
         # A DMA op's data instance is its transfer, on the queue.
@@ -323,11 +334,20 @@ def potential_program(program: Program, valuations, tag: str = "",
 
 
 def _iters_vars(op: Op) -> set[str]:
+    return _leaves(op, Iters, "var")
+
+
+def _counted_engines(op: Op) -> set[str]:
+    return _leaves(op, Count, "engine")
+
+
+def _leaves(op: Op, kind, field_name: str) -> set[str]:
+    """The `field_name` of every `kind` leaf in `op`'s wait thresholds."""
     found = set()
 
     def visit(node):
-        if isinstance(node, Iters):
-            found.add(node.var)
+        if isinstance(node, kind):
+            found.add(getattr(node, field_name))
         elif attrs.has(type(node)):
             for field in attrs.fields(type(node)):
                 child = getattr(node, field.name)

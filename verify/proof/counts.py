@@ -2,7 +2,7 @@
 
 The all-values proof (verify/proof/prove.py) needs local indices (how many instances of
 engine F come before an instance, in program order) and tracked iteration counts
-(`iters(v)`) as terms over symbolic parameters and loop indices. This module computes
+(`iters(v)`; `count(F)` is a local index) as terms over symbolic parameters and loop indices. This module computes
 them independently of the threshold algorithm (which has its own counting in
 algorithm/threshold/counting.py and must not be trusted here), with sympy polynomials:
 
@@ -43,7 +43,7 @@ import z3
 
 from semantics.context import Site
 from semantics.ir import (
-    And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Program, Var,
+    And, Barrier, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Program, Var,
 )
 from semantics.symbolic import py_floordiv, py_mod
 
@@ -68,6 +68,8 @@ def expr(node, env: dict, atoms: Atoms) -> tuple:
             return (((), env[name]),)
         case Iters():
             raise Unsupported("iters() outside a wait threshold")
+        case Count():
+            raise Unsupported("count() outside a wait threshold")
         case Neg(operand=a):
             return tuple((c, -v) for c, v in expr(a, env, atoms))
         case BinOp(op=op, left=a, right=b):

@@ -1,6 +1,6 @@
 """The terms and witnesses of the all-values proof (verify/proof/prove.py).
 
-`Terms` gives Z3 terms of one program: local indices and `iters` (closed forms from
+`Terms` gives Z3 terms of one program: local indices, `iters` and `count` (closed forms from
 verify/proof/counts.py) and wait thresholds at a symbolic instance. The witness functions
 propose candidate loop indices for the existential parts of the obligations: an
 instance's own iteration and the ones just before it, solutions of index equations,
@@ -14,7 +14,8 @@ import z3
 
 from semantics.context import Site, common_depth, sites
 from semantics.ir import (
-    And, BinOp, Compare, Const, For, If, Iters, Op, Program, Range, Var, index_exprs, walk_expr, walk_stmts,
+    And, BinOp, Compare, Const, Count, For, If, Iters, Op, Program, Range, Var, count_key, index_exprs, walk_expr,
+    walk_stmts,
 )
 from semantics.simplify import expr as simplified, linear
 from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
@@ -71,8 +72,13 @@ class Terms:
         return to_z3(wait.threshold, env, self._iters(site, wait.threshold, env), ctx=self.ctx)
 
     def _iters(self, site: Site, node, env: dict) -> dict:
+        """The tracked values a threshold reads: `iters(v)` (the iterations of v begun) and
+        `count(F)` (F's local index: the F-instances before the site's instance)."""
         names = {n.var for n in walk_expr(node) if isinstance(n, Iters)}
-        return {v: count_z3(self.counter.before(site, ("loop", v)), env, self.counter.atoms, self.ctx) for v in names}
+        tracked = {v: count_z3(self.counter.before(site, ("loop", v)), env, self.counter.atoms, self.ctx) for v in names}
+        for engine in sorted({n.engine for n in walk_expr(node) if isinstance(n, Count)}):
+            tracked[count_key(engine)] = self.local(site, engine, env)
+        return tracked
 
 
 def loop_steps(site: Site) -> list:
