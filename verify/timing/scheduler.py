@@ -29,7 +29,14 @@ Timing rules, with the costs of a `Profile`:
   on Q; the queue evaluates no waits and tracks no loops;
 - tracking loop counts costs `iteration_cycles` per started iteration of a tracked
   loop (one whose `iters(v)` appears in a threshold), on every engine, paid before
-  the engine's next instance (every engine evaluates every loop bound).
+  the engine's next instance (every engine evaluates every loop bound);
+- tracking an engine count costs `iteration_cycles` per execution of a statement body
+  (a loop iteration, a taken `if` branch, the top level) that directly holds an op
+  counted on a tracked engine F (one whose `count(F)` appears in a threshold: F's
+  compute ops, or the transfers of a queue F), on every engine, paid before the
+  engine's next instance, as for loops: the body adds its number of F-ops to the
+  count register once. The execution is charged at its first F-instance in program
+  order.
 The oracle uses the same busy times and no synchronization cost at all.
 
 Ties are broken by engine order, so runs are deterministic.
@@ -45,9 +52,9 @@ import attrs
 
 from semantics.errors import EvalError, SyncproofError
 from semantics.evaluate import eval_expr
-from semantics.ir import IfExpr, Iters, Op, Program, fold_expr, walk_expr, walk_stmts
+from semantics.ir import For, If, IfExpr, Iters, Op, Program, count_key, fold_expr, walk_expr, walk_stmts
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
-from semantics.sequential import Unrolled
+from semantics.sequential import Unrolled, counted_engines
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
@@ -156,6 +163,32 @@ def tracked_loops(program: Program) -> frozenset:
                      for wait in stmt.waits for node in walk_expr(wait.threshold) if isinstance(node, Iters))
 
 
+def count_bodies(program: Program) -> dict[str, int]:
+    """Per op counted on a tracked engine (`count(F)` in some threshold; a DMA op counts
+    on its queue), by name: the number of the statement body that directly holds it
+    (0: the top level; then loop bodies and `if` branches in source order)."""
+    tracked = set(counted_engines(program))
+    out: dict[str, int] = {}
+    bodies = [0]
+
+    def visit(body, number: int) -> None:
+        for stmt in body:
+            match stmt:
+                case Op():
+                    if (stmt.queue or stmt.engine) in tracked:
+                        out[stmt.name] = number
+                case For():
+                    bodies[0] += 1
+                    visit(stmt.body, bodies[0])
+                case If():
+                    for branch in (stmt.then, stmt.else_):
+                        bodies[0] += 1
+                        visit(branch, bodies[0])
+
+    visit(program.body, 0)
+    return out
+
+
 _SYNC_COST = {"waitflag": "flag_wait_cycles", "pop": "token_pop_cycles", "setflag": "flag_set_cycles",
               "push": "token_push_cycles"}
 
@@ -201,14 +234,23 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
     if not oracle:
         tracked = tracked_loops(unrolled.program)
         seen = [dict() for _ in range(engines)]
-        iterations: dict = {}  # loop var -> iteration starts so far (program order)
+        # loop var -> iteration starts so far (program order); count_key(F) -> executions
+        # of bodies holding F-ops so far (a body execution: its number, the loop values)
+        iterations: dict = {}
         previous_env: dict = {}
+        bodies = count_bodies(unrolled.program)
+        executions: set = set()
         for inst in instances:
             env = dict(inst.env)
             for var, value in env.items():
                 if var in tracked and previous_env.get(var) != value:
                     iterations[var] = iterations.get(var, 0) + 1
             previous_env = env
+            body = bodies.get(inst.op.name)
+            if body is not None and not inst.is_trigger and (body, inst.env) not in executions:
+                executions.add((body, inst.env))
+                key = count_key(unrolled.program.engines[inst.engine])
+                iterations[key] = iterations.get(key, 0) + 1
             if inst.trigger >= 0:  # a transfer: the queue neither evaluates waits nor tracks loops,
                 signal[inst.index] = _sync_costs(inst, costs, ("setflag", "push"))  # but signals (docs/peers.md 9)
                 continue
