@@ -5,7 +5,7 @@ at a site (`site_facts`, `iters_facts`)."""
 from __future__ import annotations
 
 from semantics.context import Site, sites
-from semantics.ir import Const, For, IfExpr, Iters, Neg, Not, Program, Var
+from semantics.ir import Const, Count, For, IfExpr, Iters, Neg, Not, Program, Var
 from semantics.symbolic import conflicting_pairs, domain
 from algorithm.threshold.counting import Facts, PrefixCounts, Session, Unsupported, count_upto, loop_target
 
@@ -109,7 +109,7 @@ def iters_vars(node) -> set:
     match node:
         case Iters(var=var):
             return {var}
-        case Const() | Var():
+        case Const() | Var() | Count():
             return set()
         case Neg(operand=a) | Not(operand=a):
             return iters_vars(a)

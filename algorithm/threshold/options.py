@@ -39,6 +39,9 @@ class PlannerOptions:
       proof: how many parameter valuations (the defaults, then a grid of offsets below
       `cover_grid` from the lower bounds), and how many instances of y it visits.
     - `facts_rlimit`: the Z3 budget of each query about the facts at an op.
+    - `count_registers`: the general stage writes a threshold against the engine-count
+      register `count(F)` (docs/language.md) where that is less run-time arithmetic
+      (thresholds.py `counted_form`); off, every threshold is a closed form.
     """
 
     conflicts: Callable = conflicting_pairs
@@ -56,6 +59,7 @@ class PlannerOptions:
     cover_grid: int = 8
     cover_points: int = 3_000
     facts_rlimit: int = 2_000_000
+    count_registers: bool = True
 
     @stages.validator
     def _known(self, _, value):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import attrs
 
 from semantics.ir import Program
 from algorithm.threshold.options import PlannerOptions
@@ -56,9 +57,15 @@ def general_stage(program: Program, options: PlannerOptions, stats):
     if uncounted:
         return barrier_fallback(program, plan, uncounted, options, stats)
     kept, dropped = irredundant(program, plan, options.conflicts, options=options)
-    return _result(apply_plan(program, kept), stats, dependence_pairs=plan.dependence_pairs,
+    return _result(apply_plan(program, [with_registers(e) for e in kept]), stats, dependence_pairs=plan.dependence_pairs,
                    dropped_redundant=dropped, conservative=sum(1 for e in kept if not e.exact),
                    notes=[f"{e.op} waits on {e.engine} conservatively: {e.note}" for e in kept if not e.exact])
+
+
+def with_registers(entry: PlanEntry) -> PlanEntry:
+    """The entry with its threshold against `count(F)` where the plan found that cheaper
+    (an output without barriers: the register and the semaphore count from the start)."""
+    return entry if entry.counted is None else attrs.evolve(entry, threshold=entry.counted)
 
 
 def barrier_fallback(program: Program, plan, uncounted, options: PlannerOptions, stats):

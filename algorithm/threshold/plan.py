@@ -50,7 +50,7 @@ from algorithm.threshold.context import (  # noqa: F401
 from algorithm.threshold.cases import piecewise_cases
 from algorithm.threshold.counting import Unsupported
 from algorithm.threshold.thresholds import (  # noqa: F401
-    candidate_count, closed_iters, count_before_y, tidy_threshold,
+    candidate_count, closed_iters, count_before_y, counted_form, tidy_threshold,
 )
 from semantics.printer import print_expr
 from semantics.simplify import simplify
@@ -67,6 +67,10 @@ class PlanEntry:
     # and the same threshold over loop indices and parameters only (no iters), if any.
     sources: tuple = ()
     closed: object = None
+    # The same threshold against the engine-count register `count(F)` where that is less
+    # arithmetic (thresholds.counted_form); used only by outputs without barriers, where
+    # the register and the semaphore count from the same start.
+    counted: object = None
 
 
 @attrs.define
@@ -172,8 +176,9 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None)
             closed = None
             if exact and all(c is not None for _, c in closed_parts):
                 closed = simplify(later_producers_first(closed_parts))
+            counted = counted_form(ctx, y, engine, targets, facts, threshold) if ctx.options.count_registers else None
             plan.entries.append(PlanEntry(y.op.name, engine, threshold, exact, "; ".join(notes) or None,
-                                          tuple(sources) if exact else (), closed))
+                                          tuple(sources) if exact else (), closed, counted))
     return plan
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import z3
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import BinOp, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var
+from semantics.ir import BinOp, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var
 from algorithm.threshold.candidates import Candidate, conjoin
 from algorithm.threshold.context import Context, body_at, iters_vars
-from algorithm.threshold.counting import Facts, Unsupported, count_upto, full_count
+from algorithm.threshold.counting import Facts, Unsupported, count_upto, full_count, loop_target
 from semantics.simplify import simplify
 
 
@@ -125,6 +125,57 @@ def _constant_distance_span(x: Site, y: Site, candidate: Candidate, env, names, 
     return simplify(BinOp("+", BinOp("+", after_x, between), head))
 
 
+def counted_form(ctx: "Context", y: Site, engine: str, targets: list[Site], facts: Facts, threshold):
+    """The threshold with each branch written against the engine-count register where
+    that is less run-time arithmetic: a branch value t at y is `count(F) - (B - t)`, B the
+    count of F-instances before y (`count_before_y`, the value `count(F)` has at y by
+    definition), so the rewrite is an identity at every instance of y. Where t counts up
+    to an instance a fixed distance back, B - t is a constant or a short affine term, and
+    the branch becomes one subtraction from a register the engines keep as an induction
+    variable (docs/language.md, `count(F)`). None where no branch gets cheaper."""
+    try:
+        before = closed_iters(ctx, y, count_before_y(ctx, y, targets, facts))
+    except Unsupported:
+        return None
+    register = Count(engine)
+    closed_loops = _closed_loop_counts(ctx, y, facts)
+
+    def rewrite(node):
+        match node:
+            case IfExpr(cond=c, then=a, else_=b):
+                return IfExpr(c, rewrite(a), rewrite(b))
+            case Max(left=a, right=b) | Min(left=a, right=b):
+                return type(node)(rewrite(a), rewrite(b))
+            case Const(value=v) if v <= 0:
+                return node
+        distance = simplify(BinOp("-", before, node))
+        if iters_vars(distance):  # tracked counts that did not cancel: compare closed forms
+            distance = simplify(_subst_iters(distance, closed_loops(iters_vars(distance))))
+        alternative = simplify(BinOp("-", register, distance))
+        return alternative if _cost(alternative)[1:] < _cost(node)[1:] else node
+
+    counted = rewrite(threshold)
+    return counted if counted != threshold else None
+
+
+def _closed_loop_counts(ctx: "Context", y: Site, facts: Facts):
+    """iters(v) at y in closed form (where counting gives one), for the loops asked."""
+    params = {p.name: Var(p.name) for p in ctx.program.params}
+    values = {l.var: Var(l.var) for l in y.loops}
+    known: dict = {}
+
+    def closed(wanted) -> dict:
+        for var in sorted(wanted - known.keys()):
+            try:
+                known[var] = count_upto(ctx.program.body, params, y.trail, values,
+                                        frozenset([loop_target(var)]), facts, ctx.prefix)
+            except Unsupported:
+                known[var] = Iters(var)
+        return {var: known[var] for var in wanted}
+
+    return closed
+
+
 def _cost(node) -> tuple:
     """Run-time cost of a threshold: polynomial degree first, then operations."""
     from semantics.printer import print_expr
@@ -139,7 +190,7 @@ def _cost(node) -> tuple:
                 return degree(a)
             case IfExpr(then=a, else_=b):
                 return max(degree(a), degree(b))
-            case Var() | Iters():
+            case Var() | Iters() | Count():
                 return 1
         return 0
 
@@ -173,7 +224,7 @@ def _subst_iters(node, env):
     match node:
         case Iters(var=var):
             return env.get(var, node)
-        case Const() | Var():
+        case Const() | Var() | Count():
             return node
         case BinOp(op=op, left=a, right=b):
             return BinOp(op, _subst_iters(a, env), _subst_iters(b, env))
