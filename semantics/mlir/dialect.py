@@ -3,8 +3,9 @@
 - `syncproof.wait`: `core` may start its next op once the completion counter of the
   core `counter` is at least `threshold`, a kernel-language expression (docs/language.md)
   over the op's operands, named in order by `names` (space-separated), parameters of the
-  imported program, and `iters(v)`, the iterations started so far of the `scf.for`
-  marked `syncproof.loop = "v"`.
+  imported program, `iters(v)`, the iterations started so far of the `scf.for`
+  marked `syncproof.loop = "v"`, and `count(C)`, the ops of core C before this one in
+  program order.
 - `syncproof.signal`: `core` increments its completion counter once the op before it
   has completed (a TCDM atomic add on SNAX).
 

@@ -17,7 +17,8 @@ The case's MLIR is re-parsed and edited in place:
   - the parameters that `syncproof import-mlir` prints (values the import could not
     compute, named after them), and `iters(v)`, the iterations of loop `v` started so
     far over every run of that loop, where loop `v` is the `scf.for` that carries the
-    attribute `syncproof.loop = "v"` (every loop gets one);
+    attribute `syncproof.loop = "v"` (every loop gets one), and `count(C)`, the ops of
+    core C before the op in program order;
   an op split on an `arith.select` gets one wait per counter, with an
   `if ... then ... else ...` threshold. (The kernel program counts trips 0, 1, 2, ...
   of a loop with a step; the emitted threshold substitutes `(iv - lo) // step` for the

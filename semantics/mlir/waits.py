@@ -5,7 +5,8 @@
   the kernel op of core `core`; a global op's replica per core); the threshold's
   operand names stand for their SSA values' kernel expressions (an induction variable
   of a loop with a step is `lo + step * trip`), `iters(v)` for the loop marked
-  `syncproof.loop = "v"`, other names for the import's parameters;
+  `syncproof.loop = "v"`, `count(C)` for the ops of core C before the op in program
+  order (C a core of the program), other names for the import's parameters;
 - the counter semantics counts every completed op of a core, so a core whose counter
   some wait reads must signal after every one of its ops: a missing or stray
   `syncproof.signal` is an error (the waits' thresholds would count something else).
@@ -18,29 +19,38 @@ from __future__ import annotations
 import re
 
 from semantics.errors import KernelError
-from semantics.ir import BinOp, Const, Expr, Iters, Op, Var, Wait, map_expr, walk_expr, walk_stmts
+from semantics.ir import BinOp, Const, Count, Expr, Iters, Op, Var, Wait, map_expr, walk_expr, walk_stmts
 from semantics.mlir.parse import op_name
 from semantics.simplify import linear, simplify
 
 WAIT, SIGNAL, LOOP_ATTR = "syncproof.wait", "syncproof.signal", "syncproof.loop"
 _WORDS = frozenset({"if", "then", "else", "and", "or", "not", "min", "max", "iters"})
+_COUNT = re.compile(r"\bcount\s*\(\s*([A-Za-z_][A-Za-z_0-9]*)\s*\)")
 
 
 def threshold_names(text: str) -> list[str]:
-    """The names a threshold's text mentions (operands, parameters, loops of `iters`)."""
-    return list(dict.fromkeys(w for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text) if w not in _WORDS))
+    """The names a threshold's text mentions (operands, parameters, loops of `iters`),
+    not the cores of `count(C)`."""
+    return list(dict.fromkeys(w for w in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", _COUNT.sub(" ", text))
+                              if w not in _WORDS))
+
+
+def counted_cores(text: str) -> list[str]:
+    """The cores C of the `count(C)` a threshold's text mentions."""
+    return list(dict.fromkeys(_COUNT.findall(text)))
 
 
 def parse_threshold(text: str) -> Expr:
     """A threshold's text as a kernel-language expression (Var for every name, Iters for
-    `iters(v)`), parsed by the kernel language's own parser as the wait of a one-op
-    kernel; a KernelError (without location) when it is not one."""
+    `iters(v)`, Count for `count(C)`), parsed by the kernel language's own parser as the
+    wait of a one-op kernel; a KernelError (without location) when it is not one."""
     from semantics.parser import parse
 
     names = threshold_names(text)
     if "\n" in text or "#" in text:
         raise KernelError(f"threshold '{text}' is not an expression")
-    kernel = ("engines A\n" + "".join(f"for {n} in 0..1 {{\n" for n in names)
+    engines = " ".join(dict.fromkeys(["A", *counted_cores(text)]))
+    kernel = (f"engines {engines}\n" + "".join(f"for {n} in 0..1 {{\n" for n in names)
               + f"A op wait A >= {text}\n" + "}\n" * len(names))
     try:
         body = parse(kernel).body
