@@ -11,6 +11,10 @@ task: `shared` goes to each pool process through its initializer and to each Das
 worker by a broadcast scatter, and the function is called as fn(shared, task). Tasks
 that the caller wants to size by the number of workers (batches: `batched`) come as
 `PerWorkers(make)`, made once that number is known (a cluster's, on connecting).
+
+`progress`, when given, hears what happens before the first result can come (starting
+the pool, connecting to the cluster, sending the shared data), so a long start is not
+silent; it is called in the caller's thread, and may raise to stop the run.
 """
 
 from __future__ import annotations
@@ -53,16 +57,22 @@ _NOTHING = object()
 
 
 def ordered_map(fn: Callable, tasks: Iterable | PerWorkers, fan_out: FanOut = SERIAL, window: int | None = None,
-                shared=_NOTHING) -> Iterator:
+                shared=_NOTHING, progress: Callable[[str], object] | None = None) -> Iterator:
     """fn(task), or fn(shared, task) when `shared` is given, for every task, yielded in
     task order. `fn`, `shared` and the tasks must pickle (module-level functions, or
     functools.partial of one) unless the run is serial."""
     call = fn if shared is _NOTHING else _Bound(fn, shared)
+    say = progress or _quiet
     if fan_out.serial:
         return (call(task) for task in _tasks(tasks, 1))
     if fan_out.cluster is not None:
-        return _on_cluster(fn, shared, tasks, fan_out.cluster, window)
-    return _on_pool(fn, shared, _tasks(tasks, fan_out.workers), fan_out.workers, window or 2 * fan_out.workers)
+        return _on_cluster(fn, shared, tasks, fan_out.cluster, window, say)
+    return _on_pool(fn, shared, _tasks(tasks, fan_out.workers), fan_out.workers, window or 2 * fan_out.workers,
+                    say)
+
+
+def _quiet(message) -> None:
+    return None
 
 
 def _tasks(tasks: Iterable | PerWorkers, workers: int) -> Iterable:
@@ -134,7 +144,7 @@ def _call_installed(fn: Callable, task):
     return fn(_SHARED, task)
 
 
-def _on_pool(fn, shared, tasks, workers: int, window: int) -> Iterator:
+def _on_pool(fn, shared, tasks, workers: int, window: int, say: Callable) -> Iterator:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -148,13 +158,15 @@ def _on_pool(fn, shared, tasks, workers: int, window: int) -> Iterator:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_install, initargs=(shared,))
         submit = lambda task: pool.submit(_call_installed, fn, task)  # noqa: E731
     try:
+        say(f"starting {workers} worker processes")
         yield from _windowed(submit, lambda f: f.result(),
                              lambda f: f.cancel(), tasks, window)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _on_cluster(fn, shared, tasks, address: str, window: int | None) -> Iterator:
+def _on_cluster(fn, shared, tasks, address: str, window: int | None, say: Callable) -> Iterator:
+    say(f"connecting to the Dask scheduler at {address}")
     try:
         from distributed import Client
     except ImportError:  # pragma: no cover - a dependency of the package
@@ -165,9 +177,11 @@ def _on_cluster(fn, shared, tasks, address: str, window: int | None) -> Iterator
         raise UsageError(f"--cluster {address}: cannot reach a Dask scheduler ({err})") from None
     try:
         threads = max(1, sum(client.nthreads().values()))
+        say(f"connected to {address}: {threads} worker threads")
         if shared is _NOTHING:
             submit = lambda task: client.submit(fn, task, pure=False)  # noqa: E731
         else:
+            say("sending the program to the workers")
             on_workers = client.scatter([shared], broadcast=True, hash=False)[0]  # a list: one future
             submit = lambda task: client.submit(fn, on_workers, task, pure=False)  # noqa: E731
         yield from _windowed(submit, lambda f: f.result(), lambda f: f.cancel(), _tasks(tasks, threads),

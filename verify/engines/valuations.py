@@ -10,7 +10,6 @@ compiles its expressions once (docs/happens-before.md, "Fan-out")."""
 
 from __future__ import annotations
 
-import functools
 import math
 
 import attrs
@@ -88,11 +87,14 @@ def run_valuation(program: Program, decide, options: CheckOptions, time_left: fl
 
 
 # Batches: about this many per worker (the last batch to finish bounds the run, so
-# many small ones balance better), and none lighter than MIN_BATCH instances (a task's
-# round trip then costs a few percent of its work). A valuation's fixed cost is
-# counted as VALUATION_COST instances.
+# many small ones balance better), none lighter than MIN_BATCH instances (a task's
+# round trip then costs a few percent of its work) and none heavier than MAX_BATCH
+# (about a second's work: results, progress and Ctrl-C come at least that often, even
+# when the bounds hold millions of instances). A valuation's fixed cost is counted as
+# VALUATION_COST instances.
 BATCHES_PER_WORKER = 16
 MIN_BATCH = 4_000
+MAX_BATCH = 100_000
 VALUATION_COST = 32
 
 
@@ -111,11 +113,12 @@ def instance_weight(program: Program, values: dict[str, int], limit: int) -> int
 
 def batch_target(program: Program, all_valuations: "Valuations", limit: int, workers: int) -> int:
     """How heavy a batch may be: about total / (BATCHES_PER_WORKER * workers) instances,
-    at least MIN_BATCH, the total estimated from the smallest and largest valuations."""
+    at most MAX_BATCH and at least MIN_BATCH, the total estimated from the smallest and
+    largest valuations."""
     lows = {name: lo for name, lo, _ in all_valuations.bounds}
     highs = {name: hi for name, _, hi in all_valuations.bounds}
     total = all_valuations.size * (instance_weight(program, lows, limit) + instance_weight(program, highs, limit)) // 2
-    return max(MIN_BATCH, total // (BATCHES_PER_WORKER * workers))
+    return max(MIN_BATCH, min(MAX_BATCH, total // (BATCHES_PER_WORKER * workers)))
 
 
 def valuation_batches(program: Program, all_valuations: "Valuations", limit: int, workers: int):
@@ -201,8 +204,12 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
     if fan_out.serial:
         results = serial()
     else:
-        batches = PerWorkers(functools.partial(valuation_batches, program, all_valuations, options.max_states))
-        results = _flattened(ordered_map(run_batch, batches, fan_out, shared=(program, decide, quiet, left())))
+        def sized(workers: int):
+            if options.progress:
+                options.progress(f"sizing the batches of {all_valuations.size} valuations for {workers} workers")
+            return valuation_batches(program, all_valuations, options.max_states, workers)
+        results = _flattened(ordered_map(run_batch, PerWorkers(sized), fan_out,
+                                         shared=(program, decide, quiet, left()), progress=options.progress))
     try:
         for number, (values, result) in enumerate(zip(all_valuations, results)):
             if result is None:  # a batch ran out of time (run_batch)
