@@ -9,7 +9,8 @@ A small public facade, in the style of `hypothesis.strategies`:
   after loops, ops between loops, `if`/`else` over parameters and loop variables,
   multi-buffered (`a[i % 2]`) and 2-D (`m[i, j]`) accesses on a handful of buffers so
   that dependences are frequent. With `synced=True`, ops also carry random `wait`
-  clauses (thresholds over constants, loop variables, parameters and `iters(v)`) and
+  clauses (thresholds over constants, loop variables, parameters, `iters(v)` and
+  `count(E)`) and
   `barrier` statements appear.
 - `valuations(program, hi)` generates parameter dicts with every value in `0..hi`.
 - `expressions(names, iters)` / `conditions(names, iters)` generate arbitrary
@@ -45,7 +46,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from semantics.ir import (
-    Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op,
+    Access, And, Barrier, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op,
     Or, Param, Program, Range, Var, Wait,
 )
 from semantics.validate import validate
@@ -118,28 +119,30 @@ def programs(
 
 
 def expressions(names: tuple[str, ...] = ("N", "i"), iters: tuple[str, ...] = (), max_depth: int = 4,
-                if_expressions: bool = True) -> st.SearchStrategy:
+                if_expressions: bool = True, counts: tuple[str, ...] = ()) -> st.SearchStrategy:
     """Arbitrary integer expression trees up to `max_depth` levels: non-negative
-    constants, the given names, `iters(v)` for v in `iters`, `+ - * // %`, unary
-    minus, `min`, `max` and (unless `if_expressions` is False) `if ... then ... else`
-    with arbitrary conditions, nested freely; shrinks toward the constant 0."""
-    return _trees(names, iters, max_depth, False, if_expressions)
+    constants, the given names, `iters(v)` for v in `iters`, `count(E)` for E in
+    `counts`, `+ - * // %`, unary minus, `min`, `max` and (unless `if_expressions` is
+    False) `if ... then ... else` with arbitrary conditions, nested freely; shrinks
+    toward the constant 0."""
+    return _trees(names, iters, max_depth, False, if_expressions, counts)
 
 
 def conditions(names: tuple[str, ...] = ("N", "i"), iters: tuple[str, ...] = (), max_depth: int = 4,
-               if_expressions: bool = True) -> st.SearchStrategy:
+               if_expressions: bool = True, counts: tuple[str, ...] = ()) -> st.SearchStrategy:
     """Arbitrary condition trees: comparisons of `expressions(...)`, `and`, `or`, `not`."""
-    return _trees(names, iters, max_depth, True, if_expressions)
+    return _trees(names, iters, max_depth, True, if_expressions, counts)
 
 
 @st.composite
-def _trees(draw, names, iters, max_depth, cond, ifs):
-    return (_cond_tree if cond else _expr_tree)(draw, (tuple(names), tuple(iters), ifs), max_depth)
+def _trees(draw, names, iters, max_depth, cond, ifs, counts):
+    return (_cond_tree if cond else _expr_tree)(draw, (tuple(names), tuple(iters), ifs, tuple(counts)), max_depth)
 
 
 def _expr_tree(draw, ctx, depth):
-    names, iters, ifs = ctx
-    kinds = ["const"] + (["name"] if names else []) + (["iters"] if iters else [])
+    names, iters, ifs, counts = ctx
+    kinds = (["const"] + (["name"] if names else []) + (["iters"] if iters else [])
+             + (["count"] if counts else []))
     if depth > 0:
         kinds += ["binop", "neg", "min", "max"] + (["if"] if ifs else [])
     kind = draw(st.sampled_from(kinds))
@@ -150,6 +153,8 @@ def _expr_tree(draw, ctx, depth):
         return Var(draw(st.sampled_from(names)))
     if kind == "iters":
         return Iters(draw(st.sampled_from(iters)))
+    if kind == "count":
+        return Count(draw(st.sampled_from(counts)))
     if kind == "binop":
         op = draw(st.sampled_from(["+", "-", "*", "//", "%"]))
         return BinOp(op, _expr_tree(draw, ctx, sub), _expr_tree(draw, ctx, sub))
@@ -402,13 +407,17 @@ def _cond(draw, ctx: _Ctx, scope: list[str], nest: int):
     return And(a, b) if kind == "and" else Or(a, b)
 
 
-def _threshold(draw, ctx: _Ctx, scope: list[str]):
+def _threshold(draw, ctx: _Ctx, scope: list[str], engine: str):
     choices: list[Any] = [Const(0), Const(1), Const(2), Const(3)]
     for v in reversed(scope):
         choices += [BinOp("+", Var(v), Const(1)), Var(v), BinOp("-", Var(v), Const(1))]
     for v in ctx.loops:
         choices += [Iters(v), BinOp("+", Iters(v), Const(1)), BinOp("//", Iters(v), Const(2)),
                     BinOp("-", BinOp("*", Const(2), Iters(v)), Const(1))]
+    # count(E) of the waited engine: every E-instance before (exact when all precede the
+    # consumer's producers), one fewer, one more; and another engine's count
+    choices += [Count(engine), BinOp("-", Count(engine), Const(1)), BinOp("+", Count(engine), Const(1)),
+                Count(ctx.engines[0])]
     for p in ctx.params:
         choices += [Var(p), Min(Var(p), Const(1))]
     choices.append("if")
@@ -431,5 +440,9 @@ def _op(draw, ctx: _Ctx, scope: list[str], mult: int) -> Op:
     waits: tuple[Wait, ...] = ()
     if ctx.synced:
         n_waits = draw(st.integers(0, ctx.max_waits))
-        waits = tuple(Wait(draw(st.sampled_from(ctx.engines)), _threshold(draw, ctx, scope)) for _ in range(n_waits))
+        drawn = []
+        for _ in range(n_waits):
+            on = draw(st.sampled_from(ctx.engines))
+            drawn.append(Wait(on, _threshold(draw, ctx, scope, on)))
+        waits = tuple(drawn)
     return Op(engine, name, reads, writes, lat, waits)

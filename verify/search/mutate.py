@@ -9,6 +9,7 @@ per site):
 - `freeze-var`: one loop variable in one threshold replaced by its loop's lower
   bound (the wait behaves as in the first iteration);
 - `drop-iters`: one `iters(v)` in one threshold replaced by 0;
+- `drop-count`: one `count(F)` in one threshold replaced by 0;
 - `drop-barrier`: one barrier removed;
 - `move-barrier`: one barrier moved one statement later (or earlier, at a block end).
 
@@ -25,7 +26,7 @@ from collections.abc import Callable
 
 import attrs
 
-from semantics.ir import Barrier, BinOp, Const, For, If, Iters, Op, Program, Var, Wait, map_expr, walk_expr
+from semantics.ir import Barrier, BinOp, Const, Count, For, If, Iters, Op, Program, Var, Wait, map_expr, walk_expr
 from semantics.printer import print_expr
 from verify.engines import select
 from verify.fanout import SERIAL, FanOut, ordered_map
@@ -51,8 +52,10 @@ class MutantResult:
 
 
 def _names_in(node, kind) -> list[str]:
-    """The loop variables (kind Var) or tracked loops (kind Iters) a threshold reads, in order."""
-    keys = (n.name if isinstance(n, Var) else n.var for n in walk_expr(node) if isinstance(n, kind))
+    """The loop variables (kind Var), tracked loops (kind Iters) or counted engines (kind
+    Count) a threshold reads, in order."""
+    keys = (n.name if isinstance(n, Var) else n.engine if isinstance(n, Count) else n.var
+            for n in walk_expr(node) if isinstance(n, kind))
     return list(dict.fromkeys(keys))
 
 
@@ -75,6 +78,9 @@ def _wait_mutants(op: Op, loops: dict) -> list[tuple[str, str, tuple[Wait, ...],
         for var in _names_in(wait.threshold, Iters):
             t = map_expr(wait.threshold, lambda e, v=var: Const(0) if e == Iters(v) else e)
             out.append(("drop-iters", f"{text}: iters({var}) -> 0", swap(attrs.evolve(wait, threshold=t))))
+        for engine in _names_in(wait.threshold, Count):
+            t = map_expr(wait.threshold, lambda e, f=engine: Const(0) if e == Count(f) else e)
+            out.append(("drop-count", f"{text}: count({engine}) -> 0", swap(attrs.evolve(wait, threshold=t))))
     return out
 
 
@@ -133,7 +139,7 @@ def mutants(program: Program) -> list[Mutant]:
 
 
 OPERATORS = ("threshold+1", "threshold-1", "drop-wait", "retarget-wait", "freeze-var", "drop-iters",
-             "drop-barrier", "move-barrier")
+             "drop-count", "drop-barrier", "move-barrier")
 
 
 def check_mutant(bounds, options: CheckOptions, engine: str, program: Program) -> CheckResult:
