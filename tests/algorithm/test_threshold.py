@@ -157,6 +157,34 @@ def test_thresholds_equal_brute_force_minimum(path):
         assert not inexact_entries(plan), "corpus kernels must be planned exactly:\n" + "\n".join(inexact_entries(plan))
 
 
+def registers_of(plan) -> list:
+    """The plan's entries as a barrier-free output writes them: against `count(F)` where
+    the planner found that cheaper (algorithm/threshold/pipeline.py)."""
+    return [attrs.evolve(e, threshold=e.counted) if e.counted is not None else e for e in plan.entries]
+
+
+@pytest.mark.parametrize("path", _params(ALL_KERNELS, "plan"))
+def test_thresholds_against_count_registers_equal_brute_force_minimum(path):
+    """`count(F) - d` forms are the same values as the closed forms they replace, at
+    every instance of every valuation (count(F) evaluated by the unroller)."""
+    program, plan = program_of(path), plan_of(path)
+    entries = registers_of(plan)
+    problems = exactness_problems(program, attrs.evolve(plan, entries=entries))
+    assert not problems, _explain(threshold_mod.apply_plan(program, entries), problems)
+
+
+def test_a_count_register_one_off_is_caught():
+    """Teeth: `count(F) - d` one instance short is not the minimum."""
+    path = next(p for p in ALL_KERNELS if p.name == "pipeline_db.sync")
+    program, plan = program_of(path), plan_of(path)
+    entries = registers_of(plan)
+    counted = [n for n, e in enumerate(plan.entries) if e.counted is not None and e.exact]
+    assert counted, "pipeline_db has a wait written against count(F)"
+    n = counted[0]
+    entries[n] = attrs.evolve(entries[n], threshold=BinOp("+", entries[n].threshold, Const(1)))
+    assert exactness_problems(program, attrs.evolve(plan, entries=entries))
+
+
 @pytest.mark.parametrize("path", _params(CASES, "plan", "exact", extra=UNPROVEN_BUT_RIGHT))
 def test_case_plans_are_all_exact(path):
     assert not inexact_entries(plan_of(path)), "\n".join(inexact_entries(plan_of(path)))
