@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from semantics.ir import (
-    Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not,
+    Access, And, Barrier, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not,
     Op, Or, Program, Range, Stmt, Var, Wait, fold_expr,
 )
 
@@ -107,6 +107,7 @@ _EXPR_PRINTERS = {
     Const: _const,
     Var: lambda node: f".var {lean_string(node.name)}",
     Iters: lambda node: f".iters {lean_string(node.var)}",
+    Count: lambda node: f".count {lean_string(node.engine)}",
     BinOp: lambda node, a, b: f".{_BINOPS[node.op]} {a} {b}",
     Neg: lambda node, a: f".neg {a}",
     Min: lambda node, a, b: f".min {a} {b}",

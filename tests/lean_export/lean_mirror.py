@@ -64,6 +64,10 @@ _ARITH = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x,
           "min": lambda x, y: x if x <= y else y, "max": lambda x, y: y if x <= y else x}
 
 
+def countKey(f):
+    return "count(" + f + ")"
+
+
 def evalExpr(env, iters, e):
     """None is a run-time error."""
     def go(a):
@@ -78,6 +82,11 @@ def evalExpr(env, iters, e):
             if iters is None:
                 return None
             k = lookup_opt(iters, x)
+            return 0 if k is None else k
+        case ("count", f):
+            if iters is None:
+                return None
+            k = lookup_opt(iters, countKey(f))
             return 0 if k is None else k
         case (("add" | "sub" | "mul" | "min" | "max") as op, a, b):
             x, y = go(a), go(b)
@@ -193,7 +202,9 @@ def unroll(p: dict, v):
             vals = [evalIndex(i) for i in indices]
             accesses.append(((buffer, tuple(x for x, _ in vals)), w))
             okA = okA and all(ok for _, ok in vals)
-        ws = [(indexOf(engines, f), evalOr0(list(st["iters"]), t)) for f, t in o["waits"]]
+        tracked = [(countKey(nthD(engines, k, "")), nthD(st["locals"], k, 0)) for k in range(len(engines))] \
+            + list(st["iters"])
+        ws = [(indexOf(engines, f), evalOr0(tracked, t)) for f, t in o["waits"]]
         waits = tuple((f, t) for f, (t, _) in ws)
         okW = all(ok and f < len(engines) for f, (_, ok) in ws)
         n = len(st["insts"])
@@ -271,7 +282,7 @@ def incrementOf(p, e):
 # transliteration above or in lean_machines.py, then record the new digest.
 LEAN_SOURCE = {
     "Syntax.CmpOp": "54bd0bf68a9c",
-    "Syntax.Expr": "dc82233175f6",
+    "Syntax.Expr": "a71e8a832688",
     "Syntax.Index": "d1cdbb095f7c",
     "Syntax.Access": "7d9f93f9080c",
     "Syntax.Wait": "cf5c83e4a094",
@@ -289,7 +300,8 @@ LEAN_SOURCE = {
     "Semantics.cmpOp": "01190dd7d4a5",
     "Semantics.lift2": "e9db26fd1220",
     "Semantics.ofBool": "d0e11db60010",
-    "Semantics.evalExpr": "a706c70275e6",
+    "Semantics.countKey": "8b321de5b174",
+    "Semantics.evalExpr": "b0fecfe65ebe",
     "Semantics.Box": "6e58e6976234",
     "Semantics.Inst": "4f1030c54b28",
     "Semantics.Item": "51c283efd48d",
@@ -299,7 +311,8 @@ LEAN_SOURCE = {
     "Semantics.evalOr0": "f265c5e7d957",
     "Semantics.evalIndex": "99ec80cfc4a2",
     "Semantics.appendAt": "3ef6bc368ee6",
-    "Semantics.addInst": "b040cc404366",
+    "Semantics.tracked": "dd3eaa628068",
+    "Semantics.addInst": "0b49a8474c72",
     "Semantics.bumpIters": "dabc492376e5",
     "Semantics.unrollStmt": "b9296f90cd8c",
     "Semantics.paramsGiven": "a13ea5fe9870",

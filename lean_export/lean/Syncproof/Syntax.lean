@@ -24,6 +24,7 @@ inductive Expr where
   | const (value : Int)
   | var (name : String)              -- a parameter or an enclosing loop variable
   | iters (loopVar : String)         -- tracked iteration count (wait thresholds only)
+  | count (engine : String)          -- tracked count of an engine's instances (wait thresholds only)
   | add (a b : Expr)
   | sub (a b : Expr)
   | mul (a b : Expr)

@@ -59,15 +59,24 @@ def lift2 (f : Int → Int → Int) : Option Int → Option Int → Option Int
 
 def ofBool (b : Bool) : Int := if b then 1 else 0
 
+/-- The key of `count F` among the tracked values (`count_key` in `semantics/ir.py`):
+its printed text, which no loop variable can be named. -/
+def countKey (f : String) : String := "count(" ++ f ++ ")"
+
 /-- Value of an expression (`eval_expr`/`eval_cond`); `none` is a run-time error
-(unbound name, division by zero, `iters` outside a wait threshold). `iters` is
-`none` outside wait thresholds, else the tracked iteration counts. -/
+(unbound name, division by zero, `iters` or `count` outside a wait threshold). `iters`
+is `none` outside wait thresholds, else the tracked values: iteration counts by loop
+variable, and engine counts (`count F`, F's instances so far) by `countKey F`. -/
 def evalExpr (env : List (String × Int)) (iters : Option (List (String × Nat))) : Expr → Option Int
   | .const n => some n
   | .var x => lookup? env x
   | .iters x =>
     match iters with
     | some counts => some (Int.ofNat (match lookup? counts x with | some k => k | none => 0))
+    | none => none
+  | .count f =>
+    match iters with
+    | some counts => some (Int.ofNat (match lookup? counts (countKey f) with | some k => k | none => 0))
     | none => none
   | .add a b => lift2 (fun x y => x + y) (evalExpr env iters a) (evalExpr env iters b)
   | .sub a b => lift2 (fun x y => x - y) (evalExpr env iters a) (evalExpr env iters b)
@@ -175,6 +184,11 @@ def evalIndex (st : UState) : Index → (Int × Int) × Bool
 def appendAt (streams : List (List Item)) (k : Nat) (it : Item) : List (List Item) :=
   (List.range streams.length).map (fun j => if j = k then nthD streams j [] ++ [it] else nthD streams j [])
 
+/-- The tracked values a wait threshold reads: every engine's count so far (its counted
+instances: `locals`) by `countKey`, then the loops' iteration counts. -/
+def tracked (p : Program) (st : UState) : List (String × Nat) :=
+  (List.range p.engines.length).map (fun k => (countKey (nthD p.engines k ""), nthD st.locals k 0)) ++ st.iters
+
 /-- Append the instance(s) of `o` in the current environment (the `Op` case of
 `unroll`): one instance, or for a DMA op its trigger and then its transfer. -/
 def addInst (p : Program) (o : Op) (st : UState) : UState :=
@@ -184,7 +198,7 @@ def addInst (p : Program) (o : Op) (st : UState) : UState :=
     (acc.1 ++ [((aw.1.buffer, vals.map (·.1)), aw.2)], acc.2 && vals.all (·.2))
   let (accesses, okA) :=
     (o.reads.map (fun a => (a, false)) ++ o.writes.map (fun a => (a, true))).foldl evalAll ([], true)
-  let ws := o.waits.map (fun w => (indexOf p.engines w.engine, evalOr0 st (some st.iters) w.threshold))
+  let ws := o.waits.map (fun w => (indexOf p.engines w.engine, evalOr0 st (some (tracked p st)) w.threshold))
   let waits := ws.map (fun w => (w.1, w.2.1))
   let okW := ws.all (fun w => w.2.2 && decide (w.1 < p.engines.length))
   let n := st.insts.length
