@@ -6,7 +6,7 @@ evaluation. Everything is done the slow, obvious way:
 
 - `unroll_program` walks the IR for one parameter valuation and lists the dynamic
   instances in program order (engine-local index, evaluated accesses, evaluated wait
-  thresholds with `iters` counted as the DESIGN defines them) and one stream per
+  thresholds with `iters` and `count` counted as the DESIGN defines them) and one stream per
   engine, barriers included;
 - `depends` is the dependence definition, applied pairwise;
 - `Product` runs the counter program and the reference side by side with naive
@@ -90,6 +90,11 @@ def unroll_program(program: Program, values: dict) -> Run:
             found = {prefix + (v,) for prefix in found for v in values}
         return found
 
+    def tracked() -> dict:
+        """What a threshold reads: `iters(v)` under v, `count(F)` (the F-instances so far)
+        under its own text."""
+        return {**iters, **{f"count({e})": n for e, n in local.items()}}
+
     def walk(body, env: dict, loops: tuple):
         for stmt in body:
             if isinstance(stmt, Op):
@@ -99,7 +104,7 @@ def unroll_program(program: Program, values: dict) -> Run:
                     env=loops, key=valuation + loops,
                     reads=frozenset(e for a in stmt.reads for e in elements(a, env)),
                     writes=frozenset(e for a in stmt.writes for e in elements(a, env)),
-                    waits=tuple((w.engine, eval_expr(w.threshold, env, dict(iters))) for w in stmt.waits),
+                    waits=tuple((w.engine, eval_expr(w.threshold, env, tracked())) for w in stmt.waits),
                     syncs=tuple((c.kind, c.engine, eval_expr(c.id, env)) for c in stmt.syncs),
                     replica=stmt.replica,
                 )
