@@ -35,8 +35,8 @@ Timing rules, with the costs of a `Profile`:
   counted on a tracked engine F (one whose `count(F)` appears in a threshold: F's
   compute ops, or the transfers of a queue F), on every engine, paid before the
   engine's next instance, as for loops: the body adds its number of F-ops to the
-  count register once. The execution is charged at its first F-instance in program
-  order.
+  count register once. The execution is charged at its first F-op in program order
+  (a DMA op's trigger).
 The oracle uses the same busy times and no synchronization cost at all.
 
 Ties are broken by engine order, so runs are deterministic.
@@ -247,9 +247,10 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
                     iterations[var] = iterations.get(var, 0) + 1
             previous_env = env
             body = bodies.get(inst.op.name)
-            if body is not None and not inst.is_trigger and (body, inst.env) not in executions:
+            if body is not None and inst.trigger < 0 and (body, inst.env) not in executions:
+                # a DMA op's execution is its trigger's (its transfer, on the queue, comes later)
                 executions.add((body, inst.env))
-                key = count_key(unrolled.program.engines[inst.engine])
+                key = count_key(inst.op.queue or unrolled.program.engines[inst.engine])
                 iterations[key] = iterations.get(key, 0) + 1
             if inst.trigger >= 0:  # a transfer: the queue neither evaluates waits nor tracks loops,
                 signal[inst.index] = _sync_costs(inst, costs, ("setflag", "push"))  # but signals (docs/peers.md 9)
