@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from semantics.errors import KernelError
-from semantics.ir import BinOp, Const, Iters, Op, Var, walk_stmts
+from semantics.ir import BinOp, Const, Count, Iters, Op, Var, walk_stmts
 from semantics.mlir.dialect import SignalOp, WaitOp, context
 from semantics.mlir.importer import import_text
 from semantics.mlir.parse import Chunk, parse_chunk
@@ -136,3 +136,11 @@ def test_a_core_whose_counter_is_read_must_signal_after_each_of_its_ops():
     assert _waits(_import(_loop("1", signal=DM_SIGNAL)))
     with pytest.raises(KernelError, match="does not follow an op of that core"):
         _import(_loop("1", signal=f"{DM_SIGNAL}\n    {DM_SIGNAL}"))
+
+
+def test_count_names_a_core_and_imports_as_the_engine_count():
+    assert parse_threshold("count(DM) - 1") == BinOp("-", Count("DM"), Const(1))
+    imported = _waits(_import(_loop("count(DM)")))[("test_op_a_COMPUTE", "DM")]
+    assert imported == Count("DM")
+    with pytest.raises(KernelError, match=r"count\(XX\): unknown engine 'XX'"):
+        _import(_loop("count(XX) + 1"))
