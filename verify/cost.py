@@ -7,7 +7,9 @@ than before under this cost. The cost compares, in order:
 2. barriers;
 3. waits;
 4. the run-time arithmetic of its thresholds, as the timing model charges it (the
-   operations of each threshold expression, verify/timing/scheduler.py `arithmetic_ops`);
+   operations of each threshold expression, verify/timing/scheduler.py `arithmetic_ops`;
+   `iters(v)` and `count(F)` are atoms: the registers' updates are not arithmetic of the
+   threshold, and the timing model charges them in 5);
 5. the simulated cycles on the default profile, at the kernel's default parameter values
    (parameters without a default take their lower bound, at least 4).
 Costs order lexicographically: a program is worse when it is worse in one of these and
