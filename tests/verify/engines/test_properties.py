@@ -215,7 +215,7 @@ def test_print_parse_round_trip(program):
     assert print_program(parse(text)) == text
 
 
-@given(expressions(("N", "i")), expressions(("N", "i"), iters=("i",)), conditions(("N", "i")),
+@given(expressions(("N", "i")), expressions(("N", "i"), iters=("i",), counts=("A", "B")), conditions(("N", "i")),
        expressions(("N",)), expressions(("N",)))
 def test_print_parse_round_trip_of_arbitrary_expressions(index, threshold, cond, lo, hi):
     program = Program(
