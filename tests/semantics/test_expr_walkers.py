@@ -8,18 +8,19 @@ from hypothesis import given, find, settings
 from hypothesis import strategies as st
 
 from semantics.ir import (
-    And, BinOp, Compare, Const, IfExpr, Iters, Loc, Max, Min, Neg, Not, Or, Range, Var,
+    And, BinOp, Compare, Const, Count, IfExpr, Iters, Loc, Max, Min, Neg, Not, Or, Range, Var,
     expr_children, fold_expr, map_expr, walk_expr, with_children,
 )
 from verify.search.generators import conditions, expressions
 
-TREES = st.one_of(expressions(("N", "i"), ("i",), max_depth=5), conditions(("N", "i"), ("i",), max_depth=5))
+TREES = st.one_of(expressions(("N", "i"), ("i",), max_depth=5, counts=("A",)),
+                  conditions(("N", "i"), ("i",), max_depth=5, counts=("A",)))
 
 
 def _size_by_hand(node) -> int:
     """The number of nodes, written out per kind: the reference the fold is checked against."""
     match node:
-        case Const() | Var() | Iters():
+        case Const() | Var() | Iters() | Count():
             return 1
         case Neg(operand=a) | Not(operand=a):
             return 1 + _size_by_hand(a)
@@ -92,7 +93,7 @@ def test_a_fold_that_forgets_a_kind_is_caught_on_a_generated_tree():
     equality test above would have caught."""
     def forgetful(node) -> int:
         match node:
-            case Const() | Var() | Iters() | IfExpr():
+            case Const() | Var() | Iters() | Count() | IfExpr():
                 return 1
             case Neg(operand=a) | Not(operand=a):
                 return 1 + forgetful(a)
