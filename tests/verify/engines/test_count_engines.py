@@ -1,7 +1,7 @@
 """Every checker understands `count(F)` thresholds (docs/language.md): on hand-written
 kernels whose waits use it, the explicit, happens-before and Z3 engines reach the same
 verdict, the expected one (the exact waits bisimilar, one fewer unsound, one more a
-deadlock); the Z3 encoding's count terms evaluate to what `unroll` computes on generated
+deadlock; across a barrier too); the Z3 encoding's count terms evaluate to what `unroll` computes on generated
 programs whose every wait reads count(F), with and without DMA queues; and a Z3 count
 that includes the instance itself is caught."""
 
@@ -88,16 +88,32 @@ for i in 0..N {
 }
 """
 
+# A barrier resets the semaphores, not count(PE): after it, N PE instances are counted
+# that C[PE] no longer holds.
+BARRIER = """\
+engines PE DVE
+param N
+for i in 0..N {
+  PE mm writes a[i]
+}
+barrier
+for k in 0..N {
+  PE mm2 writes b[k]
+  DVE add reads b[k] wait PE >= count(PE) - N{d}
+}
+"""
+
 CASES = [
     (PIPE, "", Verdict.BISIMILAR), (PIPE, " - 1", Verdict.UNSOUND), (PIPE, " + 1", Verdict.DEADLOCK),
     (DMA_IF, "", Verdict.BISIMILAR), (DMA_IF, " - 1", Verdict.UNSOUND),
     (NESTED, "", Verdict.BISIMILAR), (NESTED, " - 1", Verdict.UNSOUND),
     (GUARDED, "", Verdict.BISIMILAR), (GUARDED, " - 1", Verdict.UNSOUND),
     (INCREMENT, "", Verdict.BISIMILAR), (INCREMENT, " - 1", Verdict.UNSOUND), (INCREMENT, " + 1", Verdict.DEADLOCK),
+    (BARRIER, "", Verdict.BISIMILAR), (BARRIER, " - 1", Verdict.UNSOUND), (BARRIER, " + 1", Verdict.DEADLOCK),
 ]
 IDS = [f"{name}{d.strip() or '-exact'}" for text, d, _ in CASES
        for name in [next(n for n, t in (("pipe", PIPE), ("dma_if", DMA_IF), ("nested", NESTED),
-                                         ("guarded", GUARDED), ("increment", INCREMENT)) if t is text)]]
+                                         ("guarded", GUARDED), ("increment", INCREMENT), ("barrier", BARRIER)) if t is text)]]
 
 
 def _bounds(program):
