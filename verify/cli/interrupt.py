@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from typing import Callable
 
@@ -42,6 +43,8 @@ def run_interruptibly(target: Callable[[], None], stack_size: int) -> int | None
     # it is still starting then leaves it alone (a blocked signal still reaches
     # sigtimedwait here: Linux keeps a blocked signal pending even while it is ignored).
     previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if guard else None
+    if guard:
+        _keep_masks_of_resource_tracker_starters()
     try:
         thread = _start(target, stack_size)
         if not guard:
@@ -61,6 +64,30 @@ def run_interruptibly(target: Callable[[], None], stack_size: int) -> int | None
             signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
 
 
+def _keep_masks_of_resource_tracker_starters() -> None:
+    """multiprocessing starts its resource tracker (with the first process pool) with
+    SIGINT blocked and then unblocks it in the starting thread, rather than restoring
+    that thread's mask: the thread would then take a Ctrl-C sent to the process and, the
+    signal being ignored, drop it, so that the main thread never sees it. Make the start
+    restore the thread's mask."""
+    from multiprocessing import resource_tracker
+
+    original = resource_tracker.ResourceTracker.ensure_running
+    if getattr(original, "keeps_mask", False):
+        return
+
+    def ensure_running(self):
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+        try:
+            return original(self)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+    ensure_running.keeps_mask = True
+    resource_tracker.ResourceTracker.ensure_running = ensure_running
+    resource_tracker.ensure_running = resource_tracker._resource_tracker.ensure_running  # the module's alias
+
+
 def _start(target: Callable[[], None], stack_size: int) -> threading.Thread:
     # The stack size applies to threads created after it is set: restore it at once, so
     # other threads of the process (timers, pools) keep the default.
@@ -78,6 +105,12 @@ def interrupted(code: int = EXIT_INTERRUPTED) -> None:
     from verify import progress
 
     progress.silence()  # no progress line after ours
+    display = sys.modules.get("verify.cli.display")
+    if display is not None:  # a live display leaves the terminal as it found it
+        try:
+            display.stop_all(0.5)
+        except Exception:  # noqa: BLE001 - the interruption's line matters more
+            pass
     try:
         os.write(2, (MESSAGE + "\n").encode())
         null = os.open(os.devnull, os.O_WRONLY)

@@ -13,6 +13,10 @@
 - The bounded check: every progress message of the check (`verify.progress.Progress`,
   which each engine calls before each valuation and during long ones) checks the limit.
 
+It also keeps the sync phases from being silent, whatever the strategy: while the
+command syncs, a heartbeat (verify/cli/display.py) repeats the phase on the progress
+reporter whenever nothing else was shown for a progress interval.
+
 The command turns DeadlineReached into `unknown` (exit 3), never into a verdict.
 """
 
@@ -43,6 +47,7 @@ class CommandLimit:
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._contexts = _Contexts()
+        self._heartbeat = None
 
     def check(self) -> None:
         """Raise DeadlineReached once the limit has passed (while armed)."""
@@ -79,6 +84,11 @@ class CommandLimit:
 
         self._previous = pipeline.checkpoint[0]
         pipeline.checkpoint[0] = lambda where: self.phase(f"syncing: threshold {where}")
+        if self.progress is not None:
+            from verify.cli.display import Heartbeat
+
+            self._heartbeat = Heartbeat(self.progress, lambda: self.where, lambda: self.syncing)
+            self._heartbeat.start()
         if self.armed:
             self._contexts.install()
             self._watchdog = threading.Thread(target=self._watch, name="syncproof-timeout", daemon=True)
@@ -95,6 +105,9 @@ class CommandLimit:
     def disarm(self) -> None:
         """No limit from now on (the proof, with its own budget, follows)."""
         self.armed = False
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
         self._stop.set()
         if self._watchdog is not None:
             self._watchdog.join()

@@ -33,7 +33,7 @@ from verify.engines.deadline import DeadlineReached
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, parse_bounds, write_output
 from verify.cli.report import add_format_arguments, output_format, result_json, result_text
 from verify.cli.sarif import sarif_log, unknown_log
-from verify.progress import Progress
+from verify.cli.display import progress_for
 from verify.timing.scheduler import load_profile
 from verify.verdicts import PROPERTIES, CheckOptions, EngineName, Property, Verdict
 
@@ -106,7 +106,7 @@ def _cmd_sync(args) -> int:
     check_strategy(args.strategy)
     program = cli_mlir.load(args.file)
     began = getattr(args, "began", None) or time.monotonic()
-    with CommandLimit(None, began, Progress("sync", start=began)) as stages:  # progress only: no limit
+    with CommandLimit(None, began, progress_for("sync", start=began)) as stages:  # progress only: no limit
         stages.phase(f"syncing with strategy {args.strategy}")
         result = get_strategy(args.strategy)(program)
     text = cli_mlir.emit_text(args.file, result.program) if args.emit == "mlir" else print_program(result.program)
@@ -134,7 +134,7 @@ def _cmd_verify(args) -> int:
     bounds = parse_bounds(program, args.param, args.max_param, args.file)
     if args.max_states <= 0:
         raise UsageError("--max-states must be positive")
-    progress = Progress("verify", start=began)
+    progress = progress_for("verify", start=began)
     limit = CommandLimit(args.timeout, began, progress)
     progress.poll = limit.during_check
 
@@ -234,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     in a thread with a large stack; the main thread waits for it and takes Ctrl-C
     (verify/cli/interrupt.py: exit 130, one line, no process left behind)."""
     from semantics.parser import deep_recursion
+    from verify.cli.display import stop_all as stop_displays
     from verify.cli.interrupt import run_interruptibly
 
     outcome: list = [EXIT_UNKNOWN]
@@ -251,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                 outcome[0] = _out_of_memory()
             except Exception as exc:  # noqa: BLE001 - a bug in syncproof: one line, exit 3
                 outcome[0] = _internal_error(exc)
+            finally:
+                stop_displays()  # a live progress display leaves the screen as it found it
 
     run_interruptibly(run, 512 * 1024 * 1024)
     return outcome[0]

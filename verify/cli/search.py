@@ -13,7 +13,7 @@ from verify.cli import memory
 from verify.cli import fanout as cli_fanout
 from verify.cli.args import check_strategy, strategy_help
 from verify.cli.common import EXIT_FAIL, EXIT_OK, EXIT_UNKNOWN, parse_bounds
-from verify.progress import Progress
+from verify.cli.display import progress_for
 from verify.cli.report import result_json, result_text
 from verify.verdicts import PROPERTIES, CheckOptions, MutantStatus, Property
 
@@ -52,7 +52,7 @@ def cmd_search(args) -> int:
         raise UsageError("--max-param must be non-negative")
     check_strategy(args.strategy)
     options = SearchOptions(strategy=args.strategy, examples=args.examples, seed=args.seed,
-                            property=args.property, max_param=args.max_param, progress=Progress("search"))
+                            property=args.property, max_param=args.max_param, progress=progress_for("search", start=getattr(args, "began", None)))
     outcome = search(options, cli_fanout.fan_out_of(args))
     finding = outcome.finding
     summary = {
@@ -125,7 +125,7 @@ def cmd_mutate(args) -> int:
         print(f"mutate: the {args.strategy} output of {args.file} is itself {original.verdict.value} within the "
               "bounds; mutants of it say nothing", file=sys.stderr)
         return EXIT_UNKNOWN if original.holds is None else EXIT_FAIL
-    results = run_mutants(synced, bounds, options, progress=Progress("mutate"), fan_out=cli_fanout.fan_out_of(args))
+    results = run_mutants(synced, bounds, options, progress=progress_for("mutate", start=getattr(args, "began", None)), fan_out=cli_fanout.fan_out_of(args))
     rate = kill_rate(results)
     if args.json:
         print(json.dumps({

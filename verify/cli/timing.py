@@ -13,7 +13,7 @@ from semantics.ir import Barrier, Program, walk_stmts
 from verify.api.timing import MAX_INSTANCES, run, unroll_bounded  # noqa: F401 (timed runs: the API's)
 from verify.cli import memory
 from verify.cli.args import check_strategy, strategy_help
-from verify.progress import Progress
+from verify.cli.display import progress_for
 from verify.timing.scheduler import Failure, Profile, Timeline, load_profile, simulate
 
 SUITE = Path(__file__).resolve().parents[2] / "kernels" / "suite"  # the repository's suite (an editable install)
@@ -107,7 +107,7 @@ def cmd_simulate(args) -> int:
     profile = load_profile(args.profile)
     values = valuation(program, args.param)
     try:
-        timeline = run(program, args.strategy, values, profile, Progress("simulate"))
+        timeline = run(program, args.strategy, values, profile, progress_for("simulate", start=getattr(args, "began", None)))
     except EvalError as err:  # e.g. a negative latency expression: FILE:LINE:COL
         err.filename = err.filename or args.file
         raise
@@ -200,7 +200,7 @@ def cmd_bench(args) -> int:
             raise UsageError(f"no kernels given and no suite at {SUITE}")
     out = _out_dir(args.out)
     _check_bench_params(args.param, paths)
-    rows, timelines = bench_rows(paths, profile, progress=Progress("bench"), params=args.param)
+    rows, timelines = bench_rows(paths, profile, progress=progress_for("bench", start=getattr(args, "began", None)), params=args.param)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

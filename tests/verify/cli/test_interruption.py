@@ -125,3 +125,24 @@ def test_a_python_handler_alone_does_not_survive_ctrl_c_in_a_busy_thread(tmp_pat
         from tests.verify.cli.interrupt_support import Interrupted
 
         assert_interrupted_cleanly(Interrupted(process.returncode or 0, (), tuple(err.splitlines()), ()))
+
+
+def test_starting_a_process_pool_leaves_sigint_blocked_in_the_starting_thread():
+    """multiprocessing's resource tracker unblocks SIGINT in the thread that starts it; the
+    command's thread would then take a Ctrl-C and drop it (the main thread never hearing
+    of it). With the command's guard in place the thread's mask is restored; without it
+    (the teeth) SIGINT ends up unblocked."""
+    import subprocess
+    import sys
+
+    script = ("import signal, sys\n"
+              "from multiprocessing import resource_tracker\n"
+              "from verify.cli.interrupt import _keep_masks_of_resource_tracker_starters\n"
+              "if sys.argv[1] == 'guarded':\n"
+              "    _keep_masks_of_resource_tracker_starters()\n"
+              "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+              "resource_tracker.ensure_running()\n"
+              "print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ()))\n")
+    answers = {how: subprocess.run([sys.executable, "-c", script, how], cwd=ROOT, capture_output=True, text=True,
+                                   timeout=120).stdout.strip() for how in ("guarded", "bare")}
+    assert answers == {"guarded": "True", "bare": "False"}, answers
