@@ -51,6 +51,20 @@ class WorkerLost(LimitReached):
     are not decided, so the proof is unknown."""
 
 
+# The reason of a proof whose worker raised MemoryError (the address space ran out:
+# --max-memory, ulimit -v): unknown, like any worker lost.
+OUT_OF_MEMORY = "out of memory in a proof worker"
+
+# Test hook: SYNCPROOF_TEST_FAIL=proof-worker-memory makes every proof worker raise
+# MemoryError before its first obligation (tests/verify/cli/test_memory_limits.py).
+ENV_TEST_FAIL = "SYNCPROOF_TEST_FAIL"
+
+
+def _fail_for_tests(what: str) -> None:
+    if what in os.environ.get(ENV_TEST_FAIL, "").replace(" ", "").split(","):
+        raise MemoryError(f"test hook: {what}")
+
+
 @attrs.frozen
 class Task:
     """One obligation, by name: what a worker process needs to build it again."""
@@ -243,7 +257,7 @@ def _raise_failure(kind: str, value):
         raise DeadlineReached()
     if kind == "rlimit":
         raise RlimitReached(value)
-    if kind == "lost":
+    if kind in ("lost", "memory"):
         raise WorkerLost(value)
     raise RuntimeError(f"an all-values proof worker failed:\n{value}")
 
@@ -344,7 +358,10 @@ def _serve(send, errors: str, options, work, at: list) -> None:
         # and the proof goes on; should Z3 abort instead, the worker is lost: unknown.
         z3.set_param("memory_max_size", options.worker_memory_mb)
     try:
+        _fail_for_tests("proof-worker-memory")
         send.send(("done", work(), 0))
+    except MemoryError:
+        send.send(("memory", OUT_OF_MEMORY, at[0]))
     except Unsupported as err:
         send.send(("unsupported", str(err), at[0]))
     except DeadlineReached:

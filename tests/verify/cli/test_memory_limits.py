@@ -5,6 +5,7 @@ many statements are checked or refused with exit 0-3, never a traceback."""
 
 from __future__ import annotations
 
+import json
 import re
 import resource
 import subprocess
@@ -54,3 +55,35 @@ def test_many_parameters_and_statements_end_cleanly(tmp_path, command):
     done = run(command, str(kernel))
     assert done.returncode in (0, 1, 2, 3), done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr[-2000:]
+
+
+TINY = str(ROOT / "tests" / "data" / "cli" / "tiny.sync")
+
+
+def run_with(env: dict, *args: str) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "verify.cli", *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **env}, timeout=600)
+
+
+def test_a_proof_worker_out_of_memory_leaves_the_proof_unknown_with_the_reason():
+    """A MemoryError in a proof worker (injected: SYNCPROOF_TEST_FAIL) is the proof's
+    `unknown` with the reason, in text and JSON, never an internal error; the bounded
+    result stands (exit 0: the property holds within the bounds)."""
+    from verify.proof.jobs import OUT_OF_MEMORY
+
+    hook = {"SYNCPROOF_TEST_FAIL": "proof-worker-memory"}
+    text = run_with(hook, "verify", "--proof-jobs", "2", TINY)
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert f"all parameter values: not proved ({OUT_OF_MEMORY})" in text.stdout, text.stdout
+    assert "internal error" not in text.stderr and "Traceback" not in text.stderr, text.stderr
+    data = json.loads(run_with(hook, "verify", "--proof-jobs", "2", "--json", TINY).stdout)
+    assert data["verdict"] == "bisimilar" and data["scope"] == "bounded", data
+    assert data["all_values"]["status"] == "unknown" and data["all_values"]["reason"] == OUT_OF_MEMORY, data
+
+
+def test_without_the_injected_failure_the_same_proof_is_proved():
+    """Teeth for the test above: the hook, not the kernel, makes the proof unknown."""
+    data = json.loads(run_with({}, "verify", "--proof-jobs", "2", "--json", TINY).stdout)
+    assert data["all_values"]["status"] == "proved", data
