@@ -160,6 +160,16 @@ def _fold(c) -> bool | None:
         return None
 
 
+def _conjuncts(node) -> list:
+    """The operands of a left-nested chain of `and` (a condition as printed)."""
+    out = []
+    while isinstance(node, And):
+        out.append(node.right)
+        node = node.left
+    out.append(node)
+    return out
+
+
 def cond(node):
     """A simplified condition (constant comparisons are folded where they occur)."""
     match node:
@@ -183,7 +193,7 @@ def cond(node):
                 return Compare("==", Const(0), Const(1))
             if fa is True:
                 return b
-            if fb is True or a == b:
+            if fb is True or b in _conjuncts(a):
                 return a
             return And(a, b)
         case Or(left=a, right=b):
