@@ -62,3 +62,16 @@ def wide_body_kernel(ops: int, engines: int = 5, buffers: int = 64, seed: int = 
         lines.append(f"  {names[k % engines]} op{k} reads b{a}[i % 2], b{b}[i % 2] writes b{w}[i % 2] lat {rng.randrange(1, 500)}")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def many_params_kernel(ops: int = 400, params: int = 200, engines: int = 4) -> str:
+    """Straight-line ops over many parameters with no dependence: op k on engine
+    k % engines reads `x[P{k % params}]` (a parameter-indexed element of a buffer no op
+    writes) and writes its own element `y[k]`. Every pair of ops shares a buffer, none
+    conflicts: the planner should spend no work per pair."""
+    names = [f"E{e}" for e in range(engines)]
+    lines = ["kernel many_params", "engines " + " ".join(names),
+             "param " + ", ".join(f"P{p}" for p in range(params))]
+    for k in range(ops):
+        lines.append(f"{names[k % engines]} op{k} reads x[P{k % params}] writes y[{k}] lat {1 + k % 7}")
+    return "\n".join(lines) + "\n"

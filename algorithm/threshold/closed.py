@@ -27,7 +27,10 @@ import attrs
 from semantics.ir import BinOp, Compare, Const, IfExpr, Max, Program, Var
 from semantics.simplify import simplify
 from semantics.symbolic import conflicting_pairs
-from algorithm.threshold.flat import HI, Flat, NotFlat, indices, body_against_constant, distance, flat_shape, static_conflict
+from algorithm.threshold.flat import (
+    HI, Flat, NotFlat, StaticIndex, accesses as _accesses, body_against_constant, distance, flat_shape, indices,
+    static_conflict,
+)
 
 
 @attrs.frozen
@@ -71,7 +74,37 @@ class Planner:
                     group = self.groups.setdefault(a.buffer, {}).setdefault((a.buffer, op.engine, a.indices, writes), [])
                     if not group or group[-1] != n:
                         group.append(n)
+        self.body_accessors: dict = {}  # (buffer, writes) -> body ops
+        for op in flat.body:
+            for a, writes in _accesses(op):
+                group = self.body_accessors.setdefault((a.buffer, writes), [])
+                if not group or group[-1] is not op:
+                    group.append(op)
+        self.engine_of = {op.name: op.engine for op in (*flat.prefix, *flat.body, *flat.suffix)}
         self.distance = 1  # the farthest distance of a dependence in the body, and every period
+        self.statics = {"prefix": StaticIndex(self, flat.prefix), "suffix": StaticIndex(self, flat.suffix)}
+        self.check_parameter_buffers()
+
+    def check_parameter_buffers(self) -> None:
+        """A buffer written anywhere and accessed at a parameter-dependent index must be
+        accessed with the same parameter terms in every dimension by every op: then two of
+        its accesses are equal or disjoint for every parameter value, and the element keys
+        of the concrete run (flat.Index) are exact. Otherwise whether they alias depends on
+        the parameters, and the program is left to the later stages."""
+        flat = self.flat
+        signatures: dict = {}
+        written = set()
+        for ops in (flat.prefix, flat.body, flat.suffix):
+            for op in ops:
+                for a, writes in _accesses(op):
+                    dims = self.indices(op, a)
+                    signatures.setdefault(a.buffer, set()).add(tuple(d.sym for d in dims))
+                    if writes:
+                        written.add(a.buffer)
+        for buffer in written:
+            sigs = signatures[buffer]
+            if len(sigs) > 1 and any(any(sig) for sig in sigs):
+                raise NotFlat(f"{buffer} is accessed at indices that alias for some parameter values only")
 
     def indices(self, op, access) -> list:
         return indices(access.indices, self.flat.var if self.segment[op.name] == "body" else None, self.index_cache)
@@ -93,9 +126,13 @@ class Planner:
         """The count up to the latest op of `ops` (outside the loop) on `engine` that
         conflicts with y (in the body when `before` is None, else outside it, at that
         position), or None."""
+        index = self.statics["prefix" if ops is self.flat.prefix else "suffix"]
+        if before is not None and self.conflicts is conflicting_pairs:
+            n = index.latest(y, engine, before)
+            return None if n is None else self.count_static(ops[n])
         for n in reversed(range(len(ops) if before is None else before)):
             x = ops[n]
-            if x.engine != engine:
+            if x.engine != engine or not index.shares(x, y):
                 continue
             hit = False
             for ix, iy in self.pairs_of(x, y):
@@ -139,27 +176,30 @@ class Planner:
         return out
 
     def dependence_pairs(self) -> int:
-        """Static (producer op, consumer op) pairs on different engines that share a buffer,
-        one of them writing (the count of the general planner's statistics)."""
+        """(producer op, consumer op) pairs on different engines that may conflict: they
+        share a buffer, one of them writing, and when both are outside the loop their
+        elements may meet (the count of the general planner's statistics)."""
         total = 0
         every = (*self.flat.prefix, *self.flat.body, *self.flat.suffix)
         order = {op.name: n for n, op in enumerate(every)}
         loop_ops = {op.name for op in self.flat.body}
-        writers: dict = {}
-        accessors: dict = {}
-        for op in every:
-            for a in op.writes:
-                writers.setdefault(a.buffer, set()).add(op.name)
-            for a in (*op.reads, *op.writes):
-                accessors.setdefault(a.buffer, set()).add(op.name)
-        engine = {op.name: op.engine for op in every}
         for y in every:
             xs = set()
-            for a in y.reads:
-                xs |= writers.get(a.buffer, set())
-            for a in y.writes:
-                xs |= accessors.get(a.buffer, set())
-            total += sum(1 for x in xs if engine[x] != y.engine
+            if y.name in loop_ops:
+                for a, writes in _accesses(y):
+                    xs |= {x.name for x in self.body_accessors.get((a.buffer, True), ())}
+                    if writes:
+                        xs |= {x.name for x in self.body_accessors.get((a.buffer, False), ())}
+                    for index in self.statics.values():
+                        xs |= {x.name for x in index.accessors(a.buffer, writes)}
+            else:
+                for a, writes in _accesses(y):
+                    xs |= {x.name for x in self.body_accessors.get((a.buffer, True), ())}
+                    if writes:
+                        xs |= {x.name for x in self.body_accessors.get((a.buffer, False), ())}
+                    for index in self.statics.values():
+                        xs |= {x.name for x in index.meeting(self.indices(y, a), a.buffer, writes)}
+            total += sum(1 for x in xs if self.engine_of[x] != y.engine
                          and (order[x] < order[y.name] or (x in loop_ops and y.name in loop_ops)))
         return total
 

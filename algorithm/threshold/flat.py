@@ -2,11 +2,14 @@
 
 A program is *flat* when its top level is ops around at most one `for` loop whose body
 holds only ops; the loop's lower bound is a constant and its upper bound an expression of
-parameters; outside the loop every index is a constant or a constant range, and inside it
-a point index is built from the loop index, constants, `+`, `-`, `*` by a constant and `%`
-by a positive constant (a range index has constant bounds). Such an index satisfies
-f(i + P) = f(i) + a * P for P the lcm of its moduli: it is linear plus P-periodic. Barriers,
-DMA queues, peer clauses and replicas take the general planner (plan.py).
+parameters; outside the loop every index is affine in the parameters (a constant when it
+has no parameter) or a constant range, and inside it a point index is built from the loop
+index, constants, `+`, `-`, `*` by a constant and `%` by a positive constant (a range index
+has constant bounds). Such an index satisfies f(i + P) = f(i) + a * P for P the lcm of its
+moduli: it is linear plus P-periodic. Two accesses at indices with equal parameter terms
+are equal or disjoint for every parameter value; a written buffer accessed at other
+parameter-dependent indices aliases for some values only, and is left to the later
+stages. Barriers, DMA queues, peer clauses and replicas take the general planner (plan.py).
 
 The rule of plan.py (wait until the producer engine F has completed the instances up to
 the last conflicting one) then reduces to arithmetic, per consumer y and engine F:
@@ -33,6 +36,7 @@ A program that leaves the class or fails a check is planned by the general plann
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 
@@ -94,13 +98,14 @@ def flat_shape(program: Program) -> Flat:
         params = {p.name for p in program.params}
         if any(isinstance(n, Iters) or (isinstance(n, Var) and n.name not in params) for n in walk_expr(loop.hi)):
             raise NotFlat("a loop upper bound over more than parameters")
+    params = frozenset(p.name for p in program.params)
     for ops, var in ((prefix, None), (body, loop.var if loop else None), (suffix, None)):
         for op in ops:
             if op.replica is not None or op.syncs or op.queue is not None:
                 raise NotFlat("peer clauses, queues or replicas")
             for access in (*op.reads, *op.writes):
                 for index in access.indices:
-                    _check_index(index, var)
+                    _check_index(index, var, params if var is None else frozenset())
     if loop is None:
         return Flat(tuple(prefix), (), (), None, 0, Const(0), 0, 0)
     hi_min = _least_bound(program, loop.hi)
@@ -109,7 +114,9 @@ def flat_shape(program: Program) -> Flat:
 
 
 @functools.lru_cache(maxsize=4096)
-def _check_index(index, var: str | None) -> None:
+def _check_index(index, var: str | None, params: frozenset) -> None:
+    if params and not isinstance(index, Range) and _affine_in(index, params) is not None:
+        return
     if isinstance(index, Range):
         if not (isinstance(simplify(index.lo), Const) and isinstance(simplify(index.hi), Const)):
             raise NotFlat("a range with bounds that are not constants")
@@ -127,6 +134,22 @@ def _check_index(index, var: str | None) -> None:
             case BinOp(op="%", right=b) if isinstance(simplify(b), Const) and simplify(b).value > 0:
                 continue
         raise NotFlat("an index that is not linear plus periodic in the loop index")
+
+
+def _affine_in(index, params: frozenset) -> tuple | None:
+    """(((parameter, coefficient), ...) sorted, constant) when the index is affine in the
+    parameters, else None."""
+    terms, constant = [], 0
+    for key, coef in linear(index).items():
+        if not isinstance(coef, int):
+            return None
+        if key is None:
+            constant = coef
+        elif len(key) == 1 and isinstance(key[0], Var) and key[0].name in params:
+            terms.append((key[0].name, coef))
+        else:
+            return None
+    return tuple(sorted(t for t in terms if t[1])), constant
 
 
 def _least_bound(program: Program, hi) -> int | None:
@@ -158,10 +181,23 @@ def indices(access_indices: tuple, var: str | None, cache: dict) -> list:
 
 
 class Index:
-    """One access index as a function of the loop index (a constant outside the loop)."""
+    """One access index as a function of the loop index (a constant outside the loop).
+    Outside the loop an index may be affine in the parameters: its value is then the
+    hashable (terms, constant) of its linear form, `sym` its terms. Two such indices with
+    equal terms are equal or disjoint for every parameter value; any other comparison
+    with one depends on the parameters (overlaps raises NotFlat)."""
+
+    sym = ()
 
     def __init__(self, index, var: str | None):
         self.range = None
+        if var is None and not isinstance(index, Range) and any(isinstance(n, Var) for n in walk_expr(index)):
+            form = _affine_in(index, frozenset(n.name for n in walk_expr(index) if isinstance(n, Var)))
+            if form is None:
+                raise NotFlat("an index that is not affine in the parameters")
+            self.sym, self.const = form
+            self.p, self.a, self.base = 1, 0, [form if self.sym else self.const]
+            return
         if isinstance(index, Range):
             self.range = (simplify(index.lo).value, simplify(index.hi).value)
             self.p, self.a = 1, 0
@@ -173,11 +209,15 @@ class Index:
         self.a = (self.base[self.p] - self.base[0]) // self.p  # f(i + P) = f(i) + a * P
         del self.base[self.p]
 
-    def __call__(self, i: int) -> int:
+    def __call__(self, i: int):
+        if self.sym:
+            return self.base[0]
         r = i % self.p
         return self.base[r] + self.a * (i - r)
 
-    def values(self, i: int) -> range:
+    def values(self, i: int):
+        if self.sym:
+            return (self.base[0],)
         if self.range is not None:
             return range(*self.range)
         v = self(i)
@@ -189,10 +229,18 @@ class Index:
 
 
 def overlaps(ax: list, i_x: int, ay: list, i_y: int) -> bool:
+    some = False  # a parameter-dependent index decides some dimension for some values only
     for fx, fy in zip(ax, ay):
+        if fx.sym or fy.sym:
+            if fx.sym == fy.sym and fx.const != fy.const:
+                return False
+            some = some or fx.sym != fy.sym
+            continue
         vx, vy = fx.values(i_x), fy.values(i_y)
         if not (vx.start < vy.stop and vy.start < vx.stop and len(vx) and len(vy)):
             return False
+    if some:
+        raise NotFlat("accesses that alias for some parameter values only")
     return True
 
 
@@ -246,3 +294,79 @@ def body_against_constant(body_side: list, const_side: list, body_first: bool) -
     hits = {r for r in range(p) if (overlaps(body_side, r, const_side, 0) if body_first
                                     else overlaps(const_side, 0, body_side, r))}
     return p, hits
+
+
+def accesses(op):
+    return [(a, False) for a in op.reads] + [(a, True) for a in op.writes]
+
+
+class StaticIndex:
+    """The accesses of the ops of one segment outside the loop, by buffer and, for point
+    accesses, by element: the latest op conflicting with a point access is a lookup,
+    so a long straight-line program costs its accesses, not its pairs of ops."""
+
+    def __init__(self, planner, ops):
+        self.planner, self.ops = planner, ops
+        self.points: dict = {}  # (buffer, element) -> (engine, writes) -> positions
+        self.ranges: dict = {}  # buffer -> [(position, op, writes, indices)] (range accesses)
+        self.by_buffer: dict = {}  # buffer -> {op names}
+        self.ops_of: dict = {}  # (buffer, writes) -> [ops]
+        for n, op in enumerate(ops):
+            for a, writes in accesses(op):
+                dims = planner.indices(op, a)
+                self.by_buffer.setdefault(a.buffer, set()).add(op.name)
+                group = self.ops_of.setdefault((a.buffer, writes), [])
+                if not group or group[-1] is not op:
+                    group.append(op)
+                if any(d.range is not None for d in dims):
+                    self.ranges.setdefault(a.buffer, []).append((n, op, writes, dims))
+                else:
+                    key = (a.buffer, tuple(d(0) for d in dims))
+                    self.points.setdefault(key, {}).setdefault((op.engine, writes), []).append(n)
+
+    def shares(self, x, y) -> bool:
+        names = [self.by_buffer.get(a.buffer, ()) for a in (*y.reads, *y.writes)]
+        return any(x.name in group for group in names)
+
+    def accessors(self, buffer, writes: bool) -> list:
+        out = list(self.ops_of.get((buffer, True), ()))
+        return out + list(self.ops_of.get((buffer, False), ())) if writes else out
+
+    def meeting(self, dims, buffer, writes: bool) -> list:
+        """The ops whose accesses to `buffer` may meet the static access `dims` (one of
+        the two writing)."""
+        if any(d.range is not None for d in dims):
+            return self.accessors(buffer, writes)
+        out = []
+        for (engine, x_writes), positions in self.points.get((buffer, tuple(d(0) for d in dims)), {}).items():
+            if writes or x_writes:
+                out += [self.ops[n] for n in positions]
+        for n, op, x_writes, x_dims in self.ranges.get(buffer, ()):
+            if (writes or x_writes) and len(x_dims) == len(dims) and overlaps(x_dims, 0, dims, 0):
+                out.append(op)
+        return out
+
+    def latest(self, y, engine, before: int) -> int | None:
+        """The position of the latest op before `before` on `engine` that conflicts with
+        the static op y, or None."""
+        best = -1
+        for a, writes in accesses(y):
+            dims = self.planner.indices(y, a)
+            if any(d.range is not None for d in dims):
+                for n, op in enumerate(self.ops[:before]):
+                    if n > best and op.engine == engine and any(
+                            (writes or x_writes) and a.buffer == b.buffer and len(b.indices) == len(dims)
+                            and overlaps(self.planner.indices(op, b), 0, dims, 0) for b, x_writes in accesses(op)):
+                        best = n
+                continue
+            table = self.points.get((a.buffer, tuple(d(0) for d in dims)), {})
+            for x_writes in ((True, False) if writes else (True,)):
+                positions = table.get((engine, x_writes), ())
+                k = bisect.bisect_left(positions, before)
+                if k and positions[k - 1] > best:
+                    best = positions[k - 1]
+            for n, op, x_writes, x_dims in self.ranges.get(a.buffer, ()):
+                if (n < before and n > best and op.engine == engine and (writes or x_writes)
+                        and len(x_dims) == len(dims) and overlaps(x_dims, 0, dims, 0)):
+                    best = n
+        return best if best >= 0 else None
