@@ -127,6 +127,8 @@ def candidates_of(program: Program, x: Site, y: Site, pair, limit: int, where: t
     loops and guards below it imply (cases.project). The plan uses both only where the
     plain analysis failed."""
     ax, ay = pair
+    if never_meet(program, pair):
+        return []
     depth = common_depth(x, y)
     shared = [(n, s.stmt) for n, s in enumerate(x.trail[:depth]) if isinstance(s.stmt, For)]
     plans = []
@@ -184,6 +186,22 @@ def _subst_index(index, env):
     if isinstance(index, Range):
         return Range(subst(index.lo, env), subst(index.hi, env))
     return subst(index, env)
+
+
+def never_meet(program: Program, pair) -> bool:
+    """Some dimension of the pair indexes two points that are expressions of parameters
+    alone and differ by a nonzero constant: the accesses are disjoint for every value,
+    and the pair needs no candidate and no proof."""
+    params = {p.name for p in program.params}
+    for ix, iy in zip(pair[0].indices, pair[1].indices):
+        if isinstance(ix, Range) or isinstance(iy, Range):
+            continue
+        if any(isinstance(n, Var) and n.name not in params for e in (ix, iy) for n in walk_expr(e)):
+            continue
+        d = simplify(BinOp("-", ix, iy))
+        if isinstance(d, Const) and d.value != 0:
+            return True
+    return False
 
 
 def overlap_conditions(ix, iy) -> list:
@@ -340,6 +358,8 @@ def prove_candidates(session: Session, program: Program, x: Site, y: Site, pair,
     """None when Z3 proves the candidates exact (or, with soundness_only, just that each
     is an earlier matching instance when its condition holds); else why not. Memoized
     in the session by the shape of the question (algorithm/threshold/shapes.py)."""
+    if not candidates and never_meet(program, pair):
+        return None  # no conflicting instance at all
     key = pair_shape(program, x, y, pair, candidates, soundness_only, where)
     if key in session.shapes:
         session.shape_hits += 1
