@@ -79,13 +79,18 @@ def test_verify_json_sync_object_is_as_dict(capsys):
 def test_conservative_count_and_notes_name_only_waits_the_output_has():
     # A transfer's wait on its triggering engine is implied by the trigger's place in
     # that engine's stream, and the queue view drops it from the output. Planned
-    # conservatively (the index i * i % 5 is not affine), it was still counted as a
+    # conservatively (the index i * i is not affine), it was still counted as a
     # conservative wait of the output and named in a note.
+    from algorithm.queues import with_queues
+    from algorithm.registry import sync_threshold
     from semantics.ir import Op, walk_stmts
     from semantics.parser import parse
 
     program = parse("engines PE ACT\nqueue q0\nparam N\nfor i in 0..N {\n"
-                    "  PE w writes s[i * i % 5]\n  PE t reads s[2] via q0\n}\n")
+                    "  PE w writes s[i * i]\n  PE t reads s[4] via q0\n}\n")
+    # Not vacuous: before the queue view drops it, t's wait on PE is the conservative one.
+    planned = with_queues(sync_threshold, program).stats
+    assert planned.conservative == 1 and planned.notes[0].startswith("t waits on PE conservatively")
     result = STRATEGIES["threshold"](program)
     waits = {(op.name, w.engine) for op in walk_stmts(result.program.body) if isinstance(op, Op) for w in op.waits}
     assert ("t", "PE") not in waits
