@@ -90,7 +90,8 @@ class LiveProgress(Progress):
         super().__init__(command, interval=interval, stream=stream, clock=clock, start=start, poll=poll)
         self.delay = min(self.interval, LIVE_DELAY)
         self.beat_every = 0.25
-        self._out = stream if stream is not None else sys.stderr  # the terminal, not a proxy
+        out = stream if stream is not None else sys.stderr
+        self._out = out.stream if isinstance(out, _Pausing) else out  # the terminal itself
         self._lock = threading.RLock()
         self._live = None
         self._text = ""
