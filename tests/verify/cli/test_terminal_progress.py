@@ -41,6 +41,21 @@ def test_the_live_display_appears_and_leaves_only_the_output_on_the_screen():
     assert "\x1b" not in run.text[run.text.index("verdict:"):], run.text[-400:]
 
 
+def test_the_proof_s_announcement_stays_above_the_display_and_the_rest_goes():
+    """Through the whole of `verify` (sync, bounded check, proof on worker processes):
+    the line shown whatever the throttle (the proof's budget) stays, as a plain line; no
+    live line is left; the proof's verdict line is printed."""
+    run = run_on_terminal(["verify", TINY], env={"SYNCPROOF_PROGRESS_INTERVAL": "0"})
+    assert run.status == 0, run.text
+    screen = Screen.of(run.text)
+    assert screen.cursor_visible
+    live = [line for line in screen.shown if line.startswith("syncproof verify:") and not PLAIN_PROGRESS.match(line)]
+    assert live == [], screen.shown
+    announced = [line for line in screen.shown if PLAIN_PROGRESS.match(line)]
+    assert len(announced) == 1 and "all-values proof of bisimulation" in announced[0], screen.shown
+    assert screen.shown[-2].startswith("all parameter values: proved"), screen.shown
+
+
 def test_ctrl_c_on_the_terminal_ends_the_display_and_the_command():
     run = run_on_terminal(["verify", TINY], env={"SYNCPROOF_TEST_SLOW": "sync:120"},
                           ctrl_c_when=lambda text: HIDE_CURSOR in text and "syncing with strategy" in unstyled(text))
