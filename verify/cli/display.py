@@ -30,7 +30,7 @@ import time
 import weakref
 from typing import Callable
 
-from verify.progress import Progress, _silenced
+from verify.progress import Progress
 
 ENV_MODE = "SYNCPROOF_PROGRESS"  # `plain`: plain lines even on a terminal
 LIVE_DELAY = 1.0  # seconds before the live display appears (less when the interval is less)
@@ -73,11 +73,15 @@ class PlainProgress(Progress):
 
 
 _displays: "weakref.WeakSet[LiveProgress]" = weakref.WeakSet()
+_closed = [False]  # after Ctrl-C: no display starts again
 
 
-def stop_all(wait: float = 1.0) -> None:
+def stop_all(wait: float = 1.0, final: bool = False) -> None:
     """Take every live display off the screen (cursor shown again); waits at most about
-    `wait` seconds for each (Ctrl-C must not hang on a display that is mid-redraw)."""
+    `wait` seconds for each (Ctrl-C must not hang on a display that is mid-redraw).
+    `final`: none comes back (the process is ending)."""
+    if final:
+        _closed[0] = True
     for display in list(_displays):
         display.stop(wait)
 
@@ -115,19 +119,17 @@ class LiveProgress(Progress):
         then shows it too, with its time running, until the next message."""
         if self.poll is not None:
             self.poll()
-        if _silenced[0]:
+        if _closed[0]:
             return
         text = message() if callable(message) else message
         with self._lock:
-            line = f"syncproof {self.command}: {text} ({self.elapsed():.1f}s)"
-            if self._live is not None:
+            if self._live is None:
+                super()._emit(text)  # the plain line (silenced after Ctrl-C)
+            else:
                 from rich.text import Text
 
-                self._live.console.print(Text(line))
-            else:
-                self._out.write(line + "\n")
-                self._out.flush()
-            self.lines += 1
+                self._live.console.print(Text(f"syncproof {self.command}: {text} ({self.elapsed():.1f}s)"))
+                self.lines += 1
         if self.elapsed() >= self.delay:
             self._show(text)
 
@@ -139,11 +141,11 @@ class LiveProgress(Progress):
         self._show(message)
 
     def _show(self, message) -> None:
-        if _silenced[0]:
+        if _closed[0]:
             return
         text = message() if callable(message) else message
         with self._lock:
-            if _silenced[0]:
+            if _closed[0]:
                 return
             self._text = text
             self._updated = self._clock()

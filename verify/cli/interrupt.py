@@ -108,7 +108,7 @@ def interrupted(code: int = EXIT_INTERRUPTED) -> None:
     display = sys.modules.get("verify.cli.display")
     if display is not None:  # a live display leaves the terminal as it found it
         try:
-            display.stop_all(0.5)
+            display.stop_all(0.5, final=True)
         except Exception:  # noqa: BLE001 - the interruption's line matters more
             pass
     try:
