@@ -154,10 +154,19 @@ class _Contexts:
 
     def interrupt(self) -> None:
         """Interrupt whatever each live context is solving (Z3_interrupt is thread-safe; a
-        context that is not solving ignores it)."""
+        context that is not solving fails its next push, `push canceled`). z3's Python
+        layer checks the context's error code after every call, Z3_interrupt included, and
+        that code may be the error of the sync's own last call on its thread (its push
+        that the previous interruption cancelled): that error is the sync's to raise, not
+        the watchdog's, which would die of it (a traceback, and no more interruptions)."""
+        import z3
+
         with self._lock:
             self._refs = [ref for ref in self._refs if ref() is not None]
             live = [ref() for ref in self._refs]
         for context in live:
             if context is not None:
-                context.interrupt()
+                try:
+                    context.interrupt()
+                except z3.Z3Exception:
+                    pass

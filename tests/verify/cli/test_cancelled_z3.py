@@ -72,3 +72,26 @@ def test_a_cancelled_push_before_the_limit_passed_is_not_taken_for_it(monkeypatc
     out, err = capsys.readouterr()
     assert status == 3 and "internal error (a bug in syncproof): Z3Exception" in err and "push canceled" in err, err
     assert "time limit reached" not in out
+
+
+def test_the_watchdog_survives_the_error_of_a_cancelled_push():
+    """z3 reports a context's last error after every call: Z3_interrupt, called by the
+    watchdog while the sync's cancelled push has left `push canceled` on the context,
+    raises it in the watchdog's thread. The watchdog goes on (it must interrupt the
+    contexts until the command stops, and print no traceback)."""
+    context = z3.Context()
+    solver = z3.Solver(ctx=context)
+    context.interrupt()
+    with pytest.raises(z3.Z3Exception, match="push canceled"):
+        solver.push()
+    with pytest.raises(z3.Z3Exception, match="push canceled"):  # the teeth: a bare interrupt raises it
+        context.interrupt()
+    solver.check()  # a successful call clears the error ...
+    context.interrupt()
+    with pytest.raises(z3.Z3Exception, match="push canceled"):
+        solver.push()  # ... and the error is back
+    contexts = limits._Contexts()
+    contexts._refs.append(lambda: context)
+    contexts.interrupt()  # does not raise
+    contexts.interrupt()
+
