@@ -44,7 +44,7 @@ def run_interruptibly(target: Callable[[], None], stack_size: int) -> int | None
     # sigtimedwait here: Linux keeps a blocked signal pending even while it is ignored).
     previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if guard else None
     if guard:
-        _keep_masks_of_resource_tracker_starters()
+        keep_signal_masks_of_resource_tracker_starts()
     try:
         thread = _start(target, stack_size)
         if not guard:
@@ -64,7 +64,7 @@ def run_interruptibly(target: Callable[[], None], stack_size: int) -> int | None
             signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
 
 
-def _keep_masks_of_resource_tracker_starters() -> None:
+def keep_signal_masks_of_resource_tracker_starts() -> None:
     """multiprocessing starts its resource tracker (with the first process pool) with
     SIGINT blocked and then unblocks it in the starting thread, rather than restoring
     that thread's mask: the thread would then take a Ctrl-C sent to the process and, the

@@ -46,7 +46,7 @@ class CommandLimit:
         self.interrupted = False  # the watchdog has interrupted Z3
         self._stop = threading.Event()
         self._watchdog: threading.Thread | None = None
-        self._contexts = _Contexts()
+        self._contexts = TrackedContexts()
         self._heartbeat = None
 
     def check(self) -> None:
@@ -122,7 +122,7 @@ class CommandLimit:
             self._stop.wait(_INTERRUPT_EVERY)
 
 
-class _Contexts:
+class TrackedContexts:
     """The Z3 contexts made while a limit runs: `z3.Context` is swapped for a subclass
     that registers each new one (the planner makes its own, and a fresh one for a
     retry), so that the watchdog can interrupt them. (Looking them up among the
@@ -141,10 +141,14 @@ class _Contexts:
         class Tracked(original):
             def __init__(self, *args, **kwargs):
                 super().__init__(*args, **kwargs)
-                with contexts._lock:
-                    contexts._refs.append(weakref.ref(self))
+                contexts.track(self)
 
         self._original, z3.Context = original, Tracked
+
+    def track(self, context) -> None:
+        """Interrupt `context` too (a weak reference: a context that is gone is skipped)."""
+        with self._lock:
+            self._refs.append(weakref.ref(context))
 
     def uninstall(self) -> None:
         import z3

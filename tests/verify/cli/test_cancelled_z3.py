@@ -33,7 +33,7 @@ def cancel_before(monkeypatch, method: str) -> list:
         raised.append(self)
 
     def cancelled(self, *args, **kwargs):
-        if type(self.ctx).__name__ == "Tracked":  # made while the limit runs (limits._Contexts)
+        if type(self.ctx).__name__ == "Tracked":  # made while the limit runs (limits.TrackedContexts)
             self.ctx.interrupt()
         return original(self, *args, **kwargs)
 
@@ -90,8 +90,8 @@ def test_the_watchdog_survives_the_error_of_a_cancelled_push():
     context.interrupt()
     with pytest.raises(z3.Z3Exception, match="push canceled"):
         solver.push()  # ... and the error is back
-    contexts = limits._Contexts()
-    contexts._refs.append(lambda: context)
+    contexts = limits.TrackedContexts()
+    contexts.track(context)
     contexts.interrupt()  # does not raise
     contexts.interrupt()
 

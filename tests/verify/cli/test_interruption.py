@@ -137,9 +137,9 @@ def test_starting_a_process_pool_leaves_sigint_blocked_in_the_starting_thread():
 
     script = ("import signal, sys\n"
               "from multiprocessing import resource_tracker\n"
-              "from verify.cli.interrupt import _keep_masks_of_resource_tracker_starters\n"
+              "from verify.cli.interrupt import keep_signal_masks_of_resource_tracker_starts\n"
               "if sys.argv[1] == 'guarded':\n"
-              "    _keep_masks_of_resource_tracker_starters()\n"
+              "    keep_signal_masks_of_resource_tracker_starts()\n"
               "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
               "resource_tracker.ensure_running()\n"
               "print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ()))\n")
