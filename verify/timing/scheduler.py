@@ -26,7 +26,7 @@ Timing rules, with the costs of a `Profile`:
   stalled consumer is the consumer's `wake_cycles`);
 - a DMA op (`via Q`) is a trigger on its engine, busy `dma_trigger_cycles` (its waits
   are evaluated there), then a transfer on queue Q, busy the op's `lat`, in FIFO order
-  on Q; the queue evaluates no waits and tracks no loops;
+  on Q; the queue evaluates no waits and tracks no loops or counts;
 - tracking loop counts costs `iteration_cycles` per started iteration of a tracked
   loop (one whose `iters(v)` appears in a threshold), on every engine, paid before
   the engine's next instance (every engine evaluates every loop bound);
