@@ -158,7 +158,7 @@ def _on_pool(fn, shared, tasks, workers: int, window: int, say: Callable) -> Ite
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_install, initargs=(shared,))
         submit = lambda task: pool.submit(_call_installed, fn, task)  # noqa: E731
     try:
-        say(f"starting {workers} worker processes")
+        say(f"starting {workers} worker process{'' if workers == 1 else 'es'}")
         yield from _windowed(submit, lambda f: f.result(),
                              lambda f: f.cancel(), tasks, window)
     finally:
@@ -177,7 +177,7 @@ def _on_cluster(fn, shared, tasks, address: str, window: int | None, say: Callab
         raise UsageError(f"--cluster {address}: cannot reach a Dask scheduler ({err})") from None
     try:
         threads = max(1, sum(client.nthreads().values()))
-        say(f"connected to {address}: {threads} worker threads")
+        say(f"connected to {address}: {threads} worker thread{'' if threads == 1 else 's'}")
         if shared is _NOTHING:
             submit = lambda task: client.submit(fn, task, pure=False)  # noqa: E731
         else:

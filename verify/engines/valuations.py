@@ -206,7 +206,8 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
     else:
         def sized(workers: int):
             if options.progress:
-                options.progress(f"sizing the batches of {all_valuations.size} valuations for {workers} workers")
+                options.progress(f"sizing the batches of {all_valuations.size} valuations for {workers} "
+                                 f"worker{'' if workers == 1 else 's'}")
             return valuation_batches(program, all_valuations, options.max_states, workers)
         results = _flattened(ordered_map(run_batch, PerWorkers(sized), fan_out,
                                          shared=(program, decide, quiet, left()), progress=options.progress))

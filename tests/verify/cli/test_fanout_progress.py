@@ -72,6 +72,6 @@ def test_a_dask_cluster_reports_connecting_and_sizing_before_its_first_result():
     assert result.valuations >= 1
     first_result = next(i for i, line in enumerate(lines) if line.startswith("valuation 1/"))
     assert lines[:first_result] == [f"connecting to the Dask scheduler at {address}",
-                                    f"connected to {address}: 1 worker threads",
+                                    f"connected to {address}: 1 worker thread",
                                     "sending the program to the workers",
-                                    "sizing the batches of 6 valuations for 1 workers"], lines
+                                    "sizing the batches of 6 valuations for 1 worker"], lines
