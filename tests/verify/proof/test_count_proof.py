@@ -18,7 +18,7 @@ from verify.proof.prove import PROVED, ProofOptions, prove
 from verify.proof.terms import Terms
 from verify.verdicts import CheckOptions
 
-from tests.verify.engines.test_count_engines import DMA_IF, GUARDED, INCREMENT, NESTED, PIPE
+from tests.support.count_kernels import DMA_IF, GUARDED, INCREMENT, NESTED, PIPE
 
 TRIANGLE = """\
 engines PE DVE
