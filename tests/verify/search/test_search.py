@@ -16,8 +16,17 @@ from verify.verdicts import Verdict
 from tests.support.broken_strategies import ignore_war
 
 
-def test_search_finds_barrier_over_synchronization_and_shrinks_it():
-    result = search(SearchOptions(strategy="barrier", examples=100, seed=1))
+BARRIER = SearchOptions(strategy="barrier", examples=100, seed=1)
+
+
+@pytest.fixture(scope="module")
+def barrier_search():
+    """One search of the barrier strategy, shared: its finding is also the reproducer's."""
+    return search(BARRIER)
+
+
+def test_search_finds_barrier_over_synchronization_and_shrinks_it(barrier_search):
+    result = barrier_search
     assert result.finding is not None, "the barrier baseline is over-synchronized on pipelined loops"
     assert result.finding.result.verdict == Verdict.OVER_SYNCHRONIZED
     assert len(ops(result.finding.program)) <= 4
@@ -44,11 +53,10 @@ def test_search_finds_nothing_on_the_threshold_strategy():
     assert result.examples >= 40 and result.largest_ops >= 3
 
 
-def test_search_reproducer_replays_the_failure(tmp_path):
-    options = SearchOptions(strategy="barrier", examples=50, seed=2)
-    result = search(options)
+def test_search_reproducer_replays_the_failure(barrier_search, tmp_path):
+    result = barrier_search
     assert result.finding is not None
-    kernel, test_file = write_reproducer(result.finding, options, tmp_path)
+    kernel, test_file = write_reproducer(result.finding, BARRIER, tmp_path)
     assert parse(kernel.read_text()) == result.finding.program
     spec = importlib.util.spec_from_file_location("reproducer", test_file)
     module = importlib.util.module_from_spec(spec)
