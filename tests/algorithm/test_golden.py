@@ -9,6 +9,7 @@ import pytest
 from algorithm.registry import get_strategy
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
+from semantics.sequential import unroll
 
 from tests.support.corpus import ROOT
 GOLDEN = sorted((ROOT / "tests" / "data" / "golden").glob("*.sync"))
@@ -22,10 +23,21 @@ def test_sync_output_matches_golden_file(golden):
 
 
 def test_design_example_loop_waits_are_those_of_the_design():
-    """docs/design.md section 5 states the exact minimal waits of its example loop."""
+    """docs/design.md section 5 states the exact minimal waits of its example loop (the
+    waits written in kernels/design_example.sync). The threshold output may write them in
+    another form (`count(LD)` for `i + 1`): at every loop instance, for every N, each
+    engine's wait has the same value."""
     golden = (ROOT / "tests" / "data" / "golden" / "design_example.threshold.sync").read_text()
-    for line in ("wait PE >= i - 1", "wait LD >= i + 1, ACT >= i", "wait PE >= i + 1, ST >= i - 1",
-                 "wait ACT >= i + 1"):
-        assert line in golden
     assert "barrier" not in golden
-    assert parse(golden) is not None
+    written = parse_file(str(ROOT / "kernels" / "design_example.sync"))
+    synced = parse(golden)
+    loop_ops = {"load", "mm", "act", "store"}
+    for n in range(7):
+        stated = [_waits(inst) for inst in unroll(written, {"N": n, "K": 0}).instances if inst.op.name in loop_ops]
+        planned = [_waits(inst) for inst in unroll(synced, {"N": n, "K": 0}).instances if inst.op.name in loop_ops]
+        assert planned == stated, f"N={n}"
+
+
+def _waits(instance) -> tuple:
+    """(op, its waits as engine -> value), values at or below 0 dropped (they always hold)."""
+    return instance.op.name, tuple(sorted((engine, value) for engine, value in instance.waits if value > 0))
