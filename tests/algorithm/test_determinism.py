@@ -1,15 +1,13 @@
 """The threshold planner's output depends on its input only: not on the machine's load,
-Python's hash order, or what ran before in the process (the irredundancy proof of
-repro/threshold_slow_nested_ifs could answer unsat in some runs and unknown in others,
-because `z3.Solver()` runs tactics with wall-clock limits on a non-linear check;
-the planner now asks only the plain SMT kernel, whose budget is the resource limit:
-`Session.check_alone`)."""
+Python's hash order (checked in tests/algorithm/test_output_determinism.py), or what ran
+before in the process (the irredundancy proof of repro/threshold_slow_nested_ifs could
+answer unsat in some runs and unknown in others, because `z3.Solver()` runs tactics
+with wall-clock limits on a non-linear check; the planner now asks only the plain SMT
+kernel, whose budget is the resource limit: `Session.check_alone`)."""
 
 from __future__ import annotations
 
 import inspect
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -77,26 +75,6 @@ def test_teeth_peers_asking_the_combined_solver_are_caught(strategy, monkeypatch
          vars(peers_mod), namespace)
     monkeypatch.setattr(peers_mod._Conflicts, "_may", namespace["_may"])
     assert _combined_solvers_checked(KERNELS[1], strategy) > 0
-
-
-_CHILD = """
-import sys
-from algorithm.registry import get_strategy
-from semantics.parser import parse_file
-from semantics.printer import print_program
-print(print_program(get_strategy("threshold")(parse_file(sys.argv[1])).program))
-"""
-
-
-def test_output_is_the_same_under_other_hash_seeds():
-    """Sets of names are iterated in hash order, which PYTHONHASHSEED changes per process."""
-    kernel = str(ROOT / "kernels" / "if_else_split.sync")
-    outputs = set()
-    for seed in ("0", "3"):
-        run = subprocess.run([sys.executable, "-c", _CHILD, kernel], capture_output=True, text=True, cwd=ROOT,
-                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}, check=True)
-        outputs.add(run.stdout)
-    assert len(outputs) == 1
 
 
 def test_an_unknown_of_the_incremental_solver_is_asked_again_alone(monkeypatch):
