@@ -39,3 +39,23 @@ def test_a_latency_non_negative_for_every_allowed_valuation_is_accepted(command,
     out_dir = tmp_path / "lean"
     extra = ["-o", str(out_dir)] if command == ["lean"] else []
     assert main([*command, str(path), *extra]) != 2, capsys.readouterr().err
+
+
+NO_DEFAULT = """\
+engines A B
+param N
+for i in 0..N {
+  A op1 writes x[i] lat 64
+  B op2 reads x[i] lat 64
+}
+"""
+
+
+def test_bench_takes_the_parameter_value_its_error_asks_for(tmp_path, capsys):
+    """`bench` on a parameter without a default says to give --param, and --param works."""
+    path = tmp_path / "nodef.sync"
+    path.write_text(NO_DEFAULT)
+    assert main(["bench", str(path)]) == 2
+    assert "parameter N has no default: give --param N=VALUE" in capsys.readouterr().err
+    assert main(["bench", str(path), "--param", "N=2"]) == 0
+    assert "nodef" in capsys.readouterr().out
