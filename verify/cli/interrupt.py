@@ -28,7 +28,10 @@ from typing import Callable
 
 EXIT_INTERRUPTED = 130
 MESSAGE = "syncproof: interrupted"
-_POLL = 0.2  # seconds between looks at the worker thread
+# Seconds between looks at the worker thread: from _FIRST_POLL, doubling up to _POLL, so
+# that a quick command is not held back by a look that is not yet due.
+_FIRST_POLL = 0.005
+_POLL = 0.2
 
 
 def run_interruptibly(target: Callable[[], None], stack_size: int) -> int | None:
@@ -50,9 +53,11 @@ def run_interruptibly(target: Callable[[], None], stack_size: int) -> int | None
         if not guard:
             thread.join()
             return None
+        poll = _FIRST_POLL
         while thread.is_alive():
-            if signal.sigtimedwait({signal.SIGINT}, _POLL) is not None:
+            if signal.sigtimedwait({signal.SIGINT}, poll) is not None:
                 interrupted()
+            poll = min(2 * poll, _POLL)
         # A Ctrl-C that came as the command finished: still an interruption.
         if signal.sigtimedwait({signal.SIGINT}, 0) is not None:
             interrupted()
