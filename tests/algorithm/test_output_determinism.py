@@ -34,20 +34,25 @@ def _here(kernels: list[str]) -> str:
     return "".join(print_program(sync(load(str(ROOT / k))).program) + "\n" for k in kernels)
 
 
-def test_output_is_the_same_under_other_hash_seeds():
-    outputs = {seed: _fresh(KERNELS, {"PYTHONHASHSEED": seed}) for seed in ("0", "1", "4242")}
-    assert len(set(outputs.values())) == 1, [k for k in outputs]
+@pytest.fixture(scope="module")
+def fresh_by_seed() -> dict[str, str]:
+    """The kernels' outputs, each seed's from a fresh process (shared by the tests below)."""
+    return {seed: _fresh(KERNELS, {"PYTHONHASHSEED": seed}) for seed in ("0", "1", "4242")}
 
 
-def test_output_does_not_depend_on_what_ran_before_in_the_process():
+def test_output_is_the_same_under_other_hash_seeds(fresh_by_seed):
+    assert len(set(fresh_by_seed.values())) == 1, [k for k in fresh_by_seed]
+
+
+def test_output_does_not_depend_on_what_ran_before_in_the_process(fresh_by_seed):
     alone = {k: _here([k]) for k in KERNELS}
     # every kernel again, after all the others, in reverse order
     after = {k: _here([k]) for k in reversed(KERNELS)}
     assert alone == after
-    assert _fresh(KERNELS) == "".join(alone[k] for k in KERNELS)
+    assert fresh_by_seed["0"] == "".join(alone[k] for k in KERNELS)
 
 
-def test_output_is_the_same_under_load(tmp_path):
+def test_output_is_the_same_under_load(fresh_by_seed):
     """Two processes keep both cores busy while the kernels are planned."""
     burn = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
     burners = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(2)]
@@ -57,7 +62,7 @@ def test_output_is_the_same_under_load(tmp_path):
         for b in burners:
             b.kill()
             b.wait()
-    assert loaded == _here(KERNELS)
+    assert loaded == fresh_by_seed["0"]
 
 
 @pytest.mark.parametrize("kernel", ["kernels/pipeline_db.sync", "kernels/nested_dynamic.sync"])
