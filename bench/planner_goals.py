@@ -9,7 +9,9 @@ Rows (CPU seconds of the strategy alone, in process; peak memory of that process
   `if k == 0`, 24 straight-line ops;
 - one loop body of 1,000 and 10,000 ops over 5 engines (bench/generate.py wide_body_kernel);
 - the chain of pipelined loop nests (bench/generate.py chain_kernel) at 1,000 ops, and with
-  --large at 100,000 ops (< 20 s, < 1 GiB).
+  --large at 100,000 ops (< 20 s, < 1 GiB);
+- 400 straight-line ops over 200 parameters, each reading a parameter-indexed element and
+  writing its own (bench/generate.py many_params_kernel): no dependence, < 1 s.
 Which stage planned each is printed beside it (closed: by arithmetic; by statement;
 general: with Z3).
 """
@@ -81,7 +83,8 @@ def main() -> int:
             goals.append((name, [str(path)], 0.1, None))
     goals += [("wide body, 1,000 ops", ["gen:wide_body_kernel(1000)"], 1.0, 200),
               ("wide body, 10,000 ops", ["gen:wide_body_kernel(10000)"], 15.0, None),
-              ("chain, 1,000 ops", ["gen:chain_kernel(250)"], 0.2, None)]
+              ("chain, 1,000 ops", ["gen:chain_kernel(250)"], 0.2, None),
+              ("400 ops over 200 parameters, no dependence", ["gen:many_params_kernel(400, 200)"], 1.0, None)]
     if args.large:
         goals.append(("chain, 100,000 ops", ["gen:chain_kernel(25000)"], 20.0, 1024))
     report["goals"] = []

@@ -33,7 +33,7 @@ import attrs
 
 from semantics.context import sites
 from semantics.ir import (
-    Access, And, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Param, Program, Range,
+    Access, And, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Param, Program, Range,
     Var, walk_stmts,
 )
 from semantics.printer import print_program
@@ -348,6 +348,8 @@ def _rename_expr(node, names: dict, values: dict):
             if name in names:
                 return Var(names[name])
             return None if name.startswith(_MARK) else node
+        case Count():
+            return node
         case Iters(var=var):
             if var in names:
                 return Iters(names[var])

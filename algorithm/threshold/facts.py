@@ -8,7 +8,7 @@ import z3
 
 from semantics.errors import Unsupported  # noqa: F401  (re-exported: no closed form known; the caller falls back)
 from semantics.ir import (
-    And, BinOp, Compare, Const, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
+    And, BinOp, Compare, Const, Count, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
 from semantics.symbolic import to_z3
 from semantics.simplify import cond as simplify_cond, simplify
@@ -152,22 +152,30 @@ class Facts:
     Z3 hash-conses terms, so term ids make a cheap memo key (the session's memo keeps
     the terms alive, since Z3 reuses the id of a freed term).
 
+    A counterexample cache, as in KLEE: the models of earlier sat answers (points that
+    satisfy the facts) refute a later claim that is false at one of them without asking
+    Z3, since Z3 could not prove it either. A Facts made by `with_` starts from its
+    parent's models that satisfy its extra assertions.
+
     (Tried and dropped: Facts made by `with_` sharing their parent's solver, pushing
     the extra assertions per query. Fewer assertions, but each check in a pushed scope
-    costs more than the assertions saved. Also tried and
-    dropped: a counterexample cache, as in KLEE: models kept from earlier sat answers
-    refute later claims without Z3. Its answers are Z3's, but skipping queries changes
-    what the incremental solver has learnt, and on the nested-`if` reproducer a later
-    check then ran for minutes past its rlimit (docs/planner.md).)"""
+    costs more than the assertions saved.)"""
 
-    def __init__(self, session: Session, assertions=(), _key=None):
+    MODELS = 8  # models kept per Facts
+
+    def __init__(self, session: Session, assertions=(), _key=None, _models=()):
         self.session = session
         self.assertions = list(assertions)
         self._key = _key if _key is not None else frozenset(a.get_id() for a in self.assertions)
         self._solver = None
+        self._models = list(_models)
 
     def with_(self, *more) -> "Facts":
-        return Facts(self.session, self.assertions + list(more), self._key.union(a.get_id() for a in more))
+        models = [m for m in self._models if all(z3.is_true(m.eval(a, model_completion=True)) for a in more)]
+        return Facts(self.session, self.assertions + list(more), self._key.union(a.get_id() for a in more), models)
+
+    def _refuted(self, claim) -> bool:
+        return any(z3.is_false(m.eval(claim, model_completion=True)) for m in self._models)
 
     def z(self, node):
         return self.session.z(node)
@@ -178,6 +186,9 @@ class Facts:
         entry = memo.get(key)
         if entry is not None:
             return entry[0]
+        if self._refuted(claim):
+            memo[key] = (False, self.assertions, claim)
+            return False
         if self._solver is None:
             # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
             # same incremental mode anyway, minus the combined solver's overhead.
@@ -187,6 +198,8 @@ class Facts:
         self._solver.push()
         assert_all(self._solver, (z3.Not(claim),))
         result = self._solver.check()
+        if result == z3.sat and len(self._models) < self.MODELS:
+            self._models.append(self._solver.model())
         self._solver.pop()
         if result == z3.unknown:
             # An incremental solver's answer depends on what it was asked before (what it
@@ -214,7 +227,7 @@ def subst(node, env: dict):
         match node:
             case Var(name=name):
                 out = env.get(name, node)
-            case Const() | Iters():
+            case Const() | Iters() | Count():
                 out = node
             case BinOp(op=op, left=a, right=b):
                 out = _rebuilt(node, BinOp, (go(a), go(b)), (a, b), op)
@@ -248,7 +261,7 @@ def mentions(node, name: str) -> bool:
     match node:
         case Var(name=n):
             return n == name
-        case Const() | Iters():
+        case Const() | Iters() | Count():
             return False
         case Neg(operand=a) | Not(operand=a):
             return mentions(a, name)
@@ -261,7 +274,7 @@ def mentions(node, name: str) -> bool:
 def refine(node, facts: Facts):
     """Resolve `min`, `max` and `if` terms whose outcome the facts decide."""
     match node:
-        case Const() | Var() | Iters():
+        case Const() | Var() | Iters() | Count():
             return node
         case BinOp(op="%", left=a, right=Const(value=m)) if 1 < m <= 8:
             node = BinOp("%", refine(a, facts), Const(m))
