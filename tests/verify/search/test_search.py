@@ -16,20 +16,22 @@ from verify.verdicts import Verdict
 from tests.support.broken_strategies import ignore_war
 
 
-BARRIER = SearchOptions(strategy="barrier", examples=100, seed=1)
-
-
-@pytest.fixture(scope="module")
-def barrier_search():
-    """One search of the barrier strategy, shared: its finding is also the reproducer's."""
-    return search(BARRIER)
-
-
-def test_search_finds_barrier_over_synchronization_and_shrinks_it(barrier_search):
-    result = barrier_search
+def test_search_finds_barrier_over_synchronization_shrinks_it_and_its_reproducer_replays_it(tmp_path):
+    options = SearchOptions(strategy="barrier", examples=100, seed=1)
+    result = search(options)
     assert result.finding is not None, "the barrier baseline is over-synchronized on pipelined loops"
     assert result.finding.result.verdict == Verdict.OVER_SYNCHRONIZED
     assert len(ops(result.finding.program)) <= 4
+    # The reproducer written for the finding (one search for both checks).
+    kernel, test_file = write_reproducer(result.finding, options, tmp_path)
+    assert parse(kernel.read_text()) == result.finding.program
+    spec = importlib.util.spec_from_file_location("reproducer", test_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tests = [getattr(module, name) for name in dir(module) if name.startswith("test_")]
+    assert len(tests) == 1
+    with pytest.raises(AssertionError):  # the barrier strategy is still over-synchronized
+        tests[0]()
     # Soundness holds for the barrier baseline: the same search finds nothing then.
     sound = search(SearchOptions(strategy="barrier", examples=15, seed=1, property="soundness"))
     assert sound.finding is None and sound.examples >= 15
@@ -51,20 +53,6 @@ def test_search_finds_nothing_on_the_threshold_strategy():
     result = search(SearchOptions(strategy="threshold", examples=40, seed=1))
     assert result.finding is None, result.finding
     assert result.examples >= 40 and result.largest_ops >= 3
-
-
-def test_search_reproducer_replays_the_failure(barrier_search, tmp_path):
-    result = barrier_search
-    assert result.finding is not None
-    kernel, test_file = write_reproducer(result.finding, BARRIER, tmp_path)
-    assert parse(kernel.read_text()) == result.finding.program
-    spec = importlib.util.spec_from_file_location("reproducer", test_file)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    tests = [getattr(module, name) for name in dir(module) if name.startswith("test_")]
-    assert len(tests) == 1
-    with pytest.raises(AssertionError):  # the barrier strategy is still over-synchronized
-        tests[0]()
 
 
 def test_search_is_reproducible_with_a_seed():
