@@ -265,10 +265,18 @@ def _print_tables(rows, profile_name: str) -> None:
     for kernel in dict.fromkeys(r["kernel"] for r in rows if "vs_snax_barrier" not in r):
         by = {r["strategy"]: r for r in rows if r["kernel"] == kernel}
         t = by["threshold"]
-        peers = "".join(f" {by[s]['cycles']:>10.0f} ({by[s]['vs_oracle']:.3f})" for s in others)
+        peers = "".join(f" {by[s]['cycles']:>10.0f} ({_ratio(by[s]['vs_oracle'], '.3f')})" for s in others)
         print(f"{kernel:<28} {by['oracle']['cycles']:>10.0f} {t['cycles']:>10.0f} {by['barrier']['cycles']:>10.0f} "
-              f"{t['vs_barrier']:>8.2f}x {t['vs_oracle']:>9.3f}{peers}")
+              f"{_ratio(t['vs_barrier'], '>8.2f', 'x')} {_ratio(t['vs_oracle'], '>9.3f')}{peers}")
     _print_snax_table(rows)
+
+
+def _ratio(value, spec: str, suffix: str = "") -> str:
+    """A ratio as the tables print it; "-" where it is undefined (a run of 0 cycles)."""
+    if value is None:
+        width = "".join(ch for ch in spec if ch.isdigit() or ch == ".").split(".")[0]
+        return f"{'-':>{int(width) + len(suffix)}}" if width else "-"
+    return f"{value:{spec}}{suffix}"
 
 
 def _print_snax_table(rows) -> None:
@@ -286,4 +294,4 @@ def _print_snax_table(rows) -> None:
         manual = f"{m['cycles']:>8.0f} {m['barriers']:>10}" if m else f"{'-':>8} {'-':>10}"
         vs_manual = f"{m['cycles'] / t['cycles']:>8.2f}x" if m and t["cycles"] else f"{'-':>9}"
         print(f"{kernel:<22} {by['oracle']['cycles']:>8.0f} {t['cycles']:>10.0f} {s['cycles']:>13.0f} "
-              f"{s['barriers']:>10} {manual} {t['vs_snax_barrier']:>6.2f}x {vs_manual}")
+              f"{s['barriers']:>10} {manual} {_ratio(t['vs_snax_barrier'], '>6.2f', 'x')} {vs_manual}")

@@ -55,3 +55,18 @@ def test_bar_chart_draws_kernels_with_different_strategies(tmp_path):
     ]
     bar_chart(rows, tmp_path / "b.png", "trainium")
     assert (tmp_path / "b.png").read_bytes().startswith(PNG)
+
+
+def test_bench_of_a_kernel_without_ops_prints_undefined_ratios(tmp_path, capsys):
+    """Regression (found by the CLI fuzz): a kernel with no ops runs 0 cycles under every
+    strategy, so its ratios are undefined; bench printed them with a float format and
+    ended in an internal error. They print as '-' (and null in --json)."""
+    kernel = tmp_path / "no_ops.sync"
+    kernel.write_text("engines LD\nbarrier\nbarrier\n")
+    assert main(["bench", str(kernel)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("no_ops"))
+    assert row.split()[1:6] == ["0", "0", "0", "-", "-"]
+    assert main(["bench", "--json", str(kernel)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(r["cycles"] == 0 for r in rows)
+    assert {r["vs_oracle"] for r in rows if "vs_oracle" in r} == {None}
