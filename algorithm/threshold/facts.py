@@ -152,30 +152,22 @@ class Facts:
     Z3 hash-conses terms, so term ids make a cheap memo key (the session's memo keeps
     the terms alive, since Z3 reuses the id of a freed term).
 
-    A counterexample cache, as in KLEE: the models of earlier sat answers (points that
-    satisfy the facts) refute a later claim that is false at one of them without asking
-    Z3, since Z3 could not prove it either. A Facts made by `with_` starts from its
-    parent's models that satisfy its extra assertions.
-
     (Tried and dropped: Facts made by `with_` sharing their parent's solver, pushing
     the extra assertions per query. Fewer assertions, but each check in a pushed scope
-    costs more than the assertions saved.)"""
+    costs more than the assertions saved. Also tried and dropped: a counterexample
+    cache, as in KLEE: models of earlier sat answers refute later claims without Z3.
+    Its answers are Z3's, but the queries it skips change what the incremental solver
+    has learnt: it sped the nested-`if` reproducer up, but on repro/gemm_psum_if two
+    later checks then ran to their resource limit and planning took over twice as long.)"""
 
-    MODELS = 8  # models kept per Facts
-
-    def __init__(self, session: Session, assertions=(), _key=None, _models=()):
+    def __init__(self, session: Session, assertions=(), _key=None):
         self.session = session
         self.assertions = list(assertions)
         self._key = _key if _key is not None else frozenset(a.get_id() for a in self.assertions)
         self._solver = None
-        self._models = list(_models)
 
     def with_(self, *more) -> "Facts":
-        models = [m for m in self._models if all(z3.is_true(m.eval(a, model_completion=True)) for a in more)]
-        return Facts(self.session, self.assertions + list(more), self._key.union(a.get_id() for a in more), models)
-
-    def _refuted(self, claim) -> bool:
-        return any(z3.is_false(m.eval(claim, model_completion=True)) for m in self._models)
+        return Facts(self.session, self.assertions + list(more), self._key.union(a.get_id() for a in more))
 
     def z(self, node):
         return self.session.z(node)
@@ -186,9 +178,6 @@ class Facts:
         entry = memo.get(key)
         if entry is not None:
             return entry[0]
-        if self._refuted(claim):
-            memo[key] = (False, self.assertions, claim)
-            return False
         if self._solver is None:
             # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
             # same incremental mode anyway, minus the combined solver's overhead.
@@ -198,8 +187,6 @@ class Facts:
         self._solver.push()
         assert_all(self._solver, (z3.Not(claim),))
         result = self._solver.check()
-        if result == z3.sat and len(self._models) < self.MODELS:
-            self._models.append(self._solver.model())
         self._solver.pop()
         if result == z3.unknown:
             # An incremental solver's answer depends on what it was asked before (what it
