@@ -4,6 +4,8 @@ over named integers (`Facts`), substitution, and `refine`, which resolves `min`,
 
 from __future__ import annotations
 
+import weakref
+
 import z3
 
 from semantics.errors import Unsupported  # noqa: F401  (re-exported: no closed form known; the caller falls back)
@@ -134,14 +136,17 @@ class Session:
 
 
 class _Names(dict):
-    """A read-only view that makes a session's Z3 constant for any name asked."""
+    """A read-only view that makes a session's Z3 constant for any name asked. It holds
+    the session's method weakly: a strong one would make a reference cycle, and a
+    session (with its Z3 context, tens of MiB) would then live until the cyclic
+    collector ran, which runs rarely while a strategy runs (semantics/collector.py)."""
 
     def __init__(self, make):
         super().__init__()
-        self._make = make
+        self._make = weakref.WeakMethod(make)
 
     def __missing__(self, name):
-        return self._make(name)
+        return self._make()(name)
 
     def __contains__(self, name):
         return True
