@@ -6,57 +6,26 @@ never from the planner."""
 
 from __future__ import annotations
 
-import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from algorithm.threshold import closed as closed_mod
 from algorithm.threshold.concrete import Disagreement, check_and_reduce
-from algorithm.threshold.flat import HI, NotFlat, flat_shape
-from algorithm.threshold.plan import PlanEntry, apply_plan
+from algorithm.threshold.flat import NotFlat, flat_shape
+from algorithm.threshold.plan import apply_plan
 from semantics.parser import parse, parse_file
-from semantics.simplify import simplify
 from verify.search.generators import param_bounds
 
 from tests.support import oracle
 from tests.support.corpus import ROOT
-from tests.support.exactness import exactness_problems
+from tests.support.closed_plans import planned, problems
 
 FLAT = ["kernels/pipeline_db.sync", "kernels/masked_wait.sync", "kernels/zero_trip_acc.sync",
         "kernels/suite/pingpong_two_chains_shared.sync", "kernels/six_engine_block.sync", "kernels/suite/paged_decode_attention.sync",
         "kernels/suite/pingpong.sync", "kernels/suite/pingpong_two_chains.sync", "kernels/suite/softmax.sync",
         "tests/data/threshold_cases/carried_distance.sync", "tests/data/threshold_cases/five_engines_fan.sync",
         "docs/examples/double_buffer.sync"]
-
-
-@attrs.frozen
-class _Plan:
-    entries: tuple
-
-
-def planned(program, planner=closed_mod.Planner, reduce: bool = True):
-    """The closed plan's entries (all of them, or the irredundant ones)."""
-    flat = flat_shape(program)
-    p = planner(program, flat, closed_mod.conflicting_pairs)
-    thresholds = {}
-    for y in (*flat.prefix, *flat.body, *flat.suffix):
-        for engine in program.engines:
-            if engine != y.engine and (t := p.threshold(y, engine)) is not None:
-                thresholds[(y.name, engine)] = t
-    kept = check_and_reduce(program, flat, thresholds, p.distance) if reduce else set(thresholds)
-    return _Plan(tuple(PlanEntry(op, e, simplify(closed_mod._substitute(t, HI, flat.hi)), True)
-                       for (op, e), t in thresholds.items() if (op, e) in kept))
-
-
-def problems(program, planner=closed_mod.Planner, hi: int = 4, reduce: bool = True) -> list[str]:
-    """Brute-force T_min against every planned threshold; the oracle's verdict on the
-    output (after irredundancy when `reduce`)."""
-    full = planned(program, planner, reduce=False)
-    found = exactness_problems(program, full, hi=hi)
-    synced = apply_plan(program, (planned(program, planner) if reduce else full).entries)
-    verdict = oracle.verdict(synced, param_bounds(program, hi))
-    return found + ([] if verdict == oracle.BISIMILAR else [f"output: {verdict}"])
 
 
 @pytest.mark.parametrize("path", FLAT)

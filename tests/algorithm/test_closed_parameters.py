@@ -15,7 +15,7 @@ from algorithm.threshold import closed as closed_mod
 from algorithm.threshold.flat import NotFlat, flat_shape
 from semantics.parser import parse
 
-from tests.algorithm.test_closed import problems
+from tests.support.closed_plans import problems
 from tests.support.corpus import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
