@@ -1,10 +1,13 @@
 """Per obligation of the all-values proof: its answer, seconds and Z3 queries, asked in task
-order on one `Prover` in this process (no deadline), at one resource limit per query.
+order on one `Prover` in this process (no deadline), at one resource limit per query, with
+the Z3 units each spent.
 
     python bench/obligation_bench.py KERNEL [--rlimit UNITS] [--only TEXT ...] [--range METHOD ...]
 
 `--rlimit` (default: the first round's, 2,000,000): what the proof's first round gives each
-query. `--only`: obligations whose "kind consumer engine producer" contains one of the texts.
+query; as in the proof, a query left unknown is asked again with other seeds only at the
+full limit (ProofOptions.query_rlimit). `--only`: obligations whose "kind consumer engine
+producer" contains one of the texts.
 `--range`: the 32-bit range statement afterwards, computed in a worker started with METHOD
 (forkserver, fork) or here (inproc), with its seconds. A measurement, not a timed test.
 """
@@ -38,7 +41,8 @@ def main() -> int:
     args = parser.parse_args()
     program = get_strategy("threshold")(parse_file(args.kernel)).program
     rlimit = int(args.rlimit)
-    options = ProofOptions(timeout=None, query_rlimit=rlimit, first_query_rlimit=rlimit)
+    options = ProofOptions(timeout=None, query_rlimit=max(rlimit, ProofOptions().query_rlimit),
+                           first_query_rlimit=rlimit)
     counted = {"queries": 0, "seconds": 0.0}
     real = obligations.Prover.query
 
@@ -52,20 +56,24 @@ def main() -> int:
 
     obligations.Prover.query = query
     began = time.monotonic()
-    proved = 0
+    proved = units = 0
     prover = Prover(program, options)
+    prover.rlimit = rlimit  # as in the proof's rounds (jobs.in_two_rounds)
     todo = tasks(program, options.property)
     for task, ask in zip(todo, bind(prover, todo)):
         text = f"{task.kind} {task.consumer} {task.engine} {task.producer or ''}"
         if args.only and not any(o in text for o in args.only):
             continue
         start, queries, solving = time.monotonic(), counted["queries"], counted["seconds"]
+        spent = prover.spent
         done = ask()
+        units += prover.spent - spent
         proved += done.status == "proved"
         print(f"{time.monotonic() - start:7.2f} s  {counted['queries'] - queries:4d} queries "
-              f"({counted['seconds'] - solving:6.2f} s)  {done.status:8s} {done.describe()}"
+              f"({counted['seconds'] - solving:6.2f} s) {prover.spent - spent:11,d} units  "
+              f"{done.status:8s} {done.describe()}"
               f"{': ' + done.reason if done.reason else ''}"[:240], flush=True)
-    print(f"{proved} proved, {time.monotonic() - began:.1f} s in all", flush=True)
+    print(f"{proved} proved, {units:,} units, {time.monotonic() - began:.1f} s in all", flush=True)
     obligations.Prover.query = real
     for method in args.range:
         full = ProofOptions(timeout=None, jobs=1 if method == "inproc" else 2,
