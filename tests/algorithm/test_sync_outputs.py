@@ -93,12 +93,15 @@ def test_judge_takes_cheaper_arithmetic_only_when_checked():
     """Same waits with fewer threshold operations is better, if still bisimilar; the same
     waits with more operations is worse; a cheaper but wrong threshold is caught."""
     from semantics.ir import BinOp, Const, Wait, map_ops
+    from verify.timing.scheduler import arithmetic_ops
     import attrs
 
     golden, text, program = _entry("design_example.sync.threshold.sync")
     synced = parse(text)
-    victim = next(s for s in walk_stmts(synced.body) if isinstance(s, Op) and s.name == "store")
-    first = victim.waits[0]  # ACT >= i + 1
+    # the first op whose first threshold costs arithmetic (load: PE >= i - 1)
+    victim = next(s for s in walk_stmts(synced.body)
+                  if isinstance(s, Op) and s.waits and arithmetic_ops(s.waits[0].threshold) > 0)
+    first = victim.waits[0]
 
     def with_threshold(t):
         return attrs.evolve(synced, body=map_ops(synced.body, lambda op: attrs.evolve(
