@@ -18,7 +18,9 @@ import attrs
 import z3
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import And, BinOp, Compare, Const, For, If, Min, Not, Program, Range, Var, index_exprs, walk_expr
+from semantics.ir import (
+    And, BinOp, Compare, Const, For, If, Max, Min, Not, Or, Program, Range, Var, index_exprs, walk_expr,
+)
 from semantics.symbolic import domain, precedes, same_element, to_z3
 from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
 from semantics.simplify import cond as simplify_cond, simplify
@@ -70,7 +72,30 @@ def _constraints(conds, u: str):
 
 def _latest(loop: For, u: str, hi, conds, env, limit: int) -> list:
     """The latest indices u < hi suggested by the conditions, latest first (checked
-    later): one value, or, for several congruences, one per residue of their period."""
+    later): one value, or, for several congruences, one per residue of their period.
+    Under a disjunction (`if i == 1 or i == 3`): first the `max` of each side's latest
+    when each side suggests one value (the latest instance is the latest side's), then
+    the values suggested without the disjunction, then each side's."""
+    plain = _latest_plain(u, hi, conds, limit)
+    for c in conds:
+        sides = disjuncts(c) if mentions(c, u) else None
+        if sides is None:
+            continue
+        rest = [d for d in conds if d is not c]
+        per_side = [_latest(loop, u, hi, rest + side, env, limit) for side in sides]
+        out = []
+        if all(len(options) == 1 for options in per_side):
+            latest = per_side[0][0]
+            for (option,) in per_side[1:]:
+                latest = simplify(Max(latest, option))
+            out.append(latest)
+        for options in [plain, *per_side]:
+            out += [o for o in options if o not in out]
+        return out[:limit]
+    return plain
+
+
+def _latest_plain(u: str, hi, conds, limit: int) -> list:
     equal, congruent, upper, excluded = _constraints(conds, u)
     if equal:
         return [equal[0]]
@@ -93,6 +118,17 @@ def _latest(loop: For, u: str, hi, conds, env, limit: int) -> list:
         if period <= limit:
             return [simplify(BinOp("-", top, Const(back))) for back in range(period)]
     return [top]
+
+
+def disjuncts(cond) -> list | None:
+    """The sides of a disjunction (`a or b`, or `not (a and b)`), each as its list of
+    conjuncts; None for a condition that is no disjunction."""
+    match cond:
+        case Or(left=a, right=b):
+            return (disjuncts(a) or [conjuncts(a)]) + (disjuncts(b) or [conjuncts(b)])
+        case Not(operand=And(left=a, right=b)):
+            return (disjuncts(Not(a)) or [conjuncts(a, False)]) + (disjuncts(Not(b)) or [conjuncts(b, False)])
+    return None
 
 
 def _closed_latest(top, residue, m):
