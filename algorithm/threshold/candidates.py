@@ -23,6 +23,7 @@ from semantics.ir import (
 )
 from semantics.symbolic import domain, precedes, same_element, to_z3
 from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
+from algorithm.threshold.sums import without_extrema
 from semantics.simplify import cond as simplify_cond, simplify
 from algorithm.threshold.shapes import pair_shape
 from algorithm.threshold.cases import conjuncts, project
@@ -76,6 +77,7 @@ def _latest(loop: For, u: str, hi, conds, env, limit: int) -> list:
     Under a disjunction (`if i == 1 or i == 3`): first the `max` of each side's latest
     when each side suggests one value (the latest instance is the latest side's), then
     the values suggested without the disjunction, then each side's."""
+    conds = [part for c in conds for part in conjuncts(without_extrema(c, u) or c)]
     plain = _latest_plain(u, hi, conds, limit)
     for c in conds:
         sides = disjuncts(c) if mentions(c, u) else None

@@ -57,6 +57,23 @@ def as_interval(c, w: str):
     }[op]
 
 
+def without_extrema(c, w: str):
+    """A comparison with a `min` or `max` of index w on a side, as the comparisons of its
+    arguments: `max(w, b) < e` holds when `w < e and b < e`, `a < max(w, e)` when
+    `a < w or a < e` (and so on for `min` and the other orders); None when neither side
+    is such a `min` or `max`."""
+    if not isinstance(c, Compare) or c.op not in ("<", "<=", ">", ">="):
+        return None
+    small, large, op = (c.left, c.right, c.op) if c.op in ("<", "<=") else (c.right, c.left, _FLIP[c.op])
+    for side, is_small in ((small, True), (large, False)):
+        if isinstance(side, (Min, Max)) and mentions(side, w):
+            parts = [Compare(op, arg, large) if is_small else Compare(op, small, arg) for arg in (side.left, side.right)]
+            parts = [without_extrema(part, w) or part for part in parts]
+            both = isinstance(side, Max) == is_small  # max below, min above: each argument
+            return And(*parts) if both else Or(*parts)
+    return None
+
+
 def _scaled_interval(diff, op: str, w: str):
     """`m*w + rest  op  0` with an integer |m| > 1 and rest free of w, as an interval of
     w with floor-division ends (`==` gives an empty interval when m does not divide)."""
@@ -321,6 +338,8 @@ def guarded_sum(conds: list, poly, w: str, lo, hi, facts: Facts):
                 return BinOp("-", guarded_sum(rest, poly, w, lo, hi, facts),
                              guarded_sum(rest + [Compare("==", c.left, c.right)], poly, w, lo, hi, facts))
         interval = as_interval(c, w)
+        if interval is None and (plain := without_extrema(c, w)) is not None:
+            return guarded_sum(rest + [plain], poly, w, lo, hi, facts)
         if interval is not None:
             new_lo = lo if interval[0] is None else simplify(Max(lo, interval[0]))
             new_hi = hi if interval[1] is None else simplify(Min(hi, interval[1]))
