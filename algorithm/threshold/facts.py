@@ -79,10 +79,29 @@ class Session:
         self.memo: dict = {}
         self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
         self.queries = 0
+        # Z3 resource units spent by the checks of this session, and the total past which
+        # a capped stretch (`capped`) asks Z3 no more: deterministic, unlike a time limit.
+        self.units = 0
+        self.cap: int | None = None
+        self._earlier = 0  # units of earlier contexts and of retries in contexts of their own
+
+    def capped(self, units: int):
+        """A stretch in which the checks of `proves` may spend at most `units` more Z3
+        resource units; past them a claim is not proved (never a wrong proof: only a
+        rewrite skipped). For work whose proofs only tidy a result."""
+        return _Cap(self, units)
+
+    def exhausted(self) -> bool:
+        return self.cap is not None and self.units >= self.cap
 
     def renew(self) -> None:
         """A fresh Z3 context (callers must drop every term and Facts they hold)."""
+        self._earlier = self.units
         self._new_context()
+
+    def note(self, solver) -> None:
+        """Account for a check just made by a solver of this session's context."""
+        self.units = self._earlier + counted(solver)
 
     def var(self, name: str):
         value = self._vars.get(name)
@@ -119,6 +138,7 @@ class Session:
         budget(solver, rlimit)
         assert_all(solver, assertions)
         result = solver.check()
+        self.note(solver)
         if result != z3.unknown:
             return result, solver
         source = z3.Solver(ctx=self.ctx)  # only prints the query (as built: never checked)
@@ -126,13 +146,36 @@ class Session:
         again = z3.SimpleSolver(ctx=z3.Context())
         budget(again, rlimit)
         again.from_string(source.to_smt2())
-        return again.check(), again
+        result = again.check()
+        self._earlier += counted(again)
+        self.units += counted(again)
+        return result, again
 
     def facts(self, assertions=()) -> "Facts":
         return Facts(self, assertions)
 
     def false(self):
         return z3.BoolVal(False, self.ctx)
+
+
+class _Cap:
+    def __init__(self, session: Session, units: int):
+        self.session, self.units = session, units
+
+    def __enter__(self):
+        self.before = self.session.cap
+        self.session.cap = self.session.units + self.units
+        return self
+
+    def __exit__(self, *exc):
+        self.session.cap = self.before
+
+
+def counted(solver) -> int:
+    """The resource units spent in the solver's Z3 context so far (Z3 counts them per
+    context, over all of its solvers)."""
+    stats = solver.statistics()
+    return stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else 0
 
 
 class _Names(dict):
@@ -183,6 +226,8 @@ class Facts:
         entry = memo.get(key)
         if entry is not None:
             return entry[0]
+        if self.session.exhausted():
+            return False  # (not remembered: outside the capped stretch Z3 is asked)
         if self._solver is None:
             # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
             # same incremental mode anyway, minus the combined solver's overhead.
@@ -192,6 +237,7 @@ class Facts:
         self._solver.push()
         assert_all(self._solver, (z3.Not(claim),))
         result = self._solver.check()
+        self.session.note(self._solver)
         self._solver.pop()
         if result == z3.unknown:
             # An incremental solver's answer depends on what it was asked before (what it

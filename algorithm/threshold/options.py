@@ -39,6 +39,9 @@ class PlannerOptions:
       proof: how many parameter valuations (the defaults, then a grid of offsets below
       `cover_grid` from the lower bounds), and how many instances of y it visits.
     - `facts_rlimit`: the Z3 budget of each query about the facts at an op.
+    - `tidy_rlimit`: the Z3 units that simplifying one threshold under the facts at its
+      op may spend in all (plan.py `tidied`); past them the remaining rewrites are
+      skipped and the threshold keeps its longer, equal form.
     - `count_registers`: the general stage writes a threshold against the engine-count
       register `count(F)` (docs/language.md) where that is less run-time arithmetic
       (thresholds.py `counted_form`); off, every threshold is a closed form.
@@ -59,6 +62,7 @@ class PlannerOptions:
     cover_grid: int = 8
     cover_points: int = 3_000
     facts_rlimit: int = 2_000_000
+    tidy_rlimit: int = 20_000_000
     count_registers: bool = True
 
     @stages.validator

@@ -186,8 +186,12 @@ TRUE = Compare("==", Const(0), Const(0))  # candidates.conjoin's empty conjuncti
 
 
 def tidied(ctx, y: Site, facts, threshold):
+    """The threshold simplified under the facts at y, with at most the options'
+    `tidy_rlimit` Z3 units spent on it (a rewrite it cannot afford is skipped: the
+    threshold stays equal, with more arithmetic)."""
     threshold = closed_iters(ctx, y, threshold)
-    return tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
+    with ctx.session.capped(ctx.options.tidy_rlimit):
+        return tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
 
 
 def max_of(parts):

@@ -1,0 +1,79 @@
+"""The tidy budget (PlannerOptions.tidy_rlimit): simplifying a threshold under the facts
+at its op spends at most that many Z3 resource units; a rewrite it cannot afford is
+skipped, and the threshold stays the brute-force minimum in a longer form."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+import algorithm.threshold.plan as threshold_mod
+from algorithm.threshold.facts import Session
+from algorithm.threshold.options import PlannerOptions
+from algorithm.threshold.thresholds import tidy_threshold
+from semantics.ir import BinOp, Const, Max, Min, Var
+from semantics.parser import parse_file
+from verify.timing.scheduler import arithmetic_ops
+
+from tests.support.corpus import CASES, CORPUS
+from tests.support.exactness import exactness_problems
+
+KERNELS = [p for p in CORPUS + CASES if p.stem in ("ring_buffer", "triangular_attention", "if_else_split",
+                                                   "inner_loop_max_lower_bound_sum")]
+
+
+def _threshold_arithmetic(plan) -> int:
+    return sum(arithmetic_ops(e.threshold) for e in plan.entries if e.threshold is not None)
+
+
+@pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.stem)
+def test_thresholds_planned_with_no_tidy_budget_are_still_the_brute_force_minimum(path):
+    program = parse_file(str(path))
+    untidied = threshold_mod.plan_thresholds(program, options=PlannerOptions(tidy_rlimit=0))
+    assert not exactness_problems(program, untidied)
+
+
+def test_the_tidy_budget_changes_only_the_form():
+    """Teeth for the test above: with no budget, ring_buffer's thresholds are longer
+    (the rewrites were skipped, so the test planned something else than the default)."""
+    program = parse_file(str(next(p for p in CORPUS if p.stem == "ring_buffer")))
+    tidy = threshold_mod.plan_thresholds(program)
+    untidied = threshold_mod.plan_thresholds(program, options=PlannerOptions(tidy_rlimit=0))
+    assert _threshold_arithmetic(untidied) > _threshold_arithmetic(tidy)
+
+
+def _tidy_spending(cap=None):
+    """The Z3 units a tidy of a non-linear threshold spends, and its largest single check."""
+    session = Session(PlannerOptions().facts_rlimit)
+    facts = session.facts([session.var("N") >= 0, session.var("i") >= 0, session.var("i") < session.var("N")])
+    n, i = Var("N"), Var("i")
+    t = Max(BinOp("*", i, n), Min(BinOp("*", n, n), BinOp("+", BinOp("*", i, i), Const(1))))
+    for k in range(8):
+        t = BinOp("+", t, Max(BinOp("*", BinOp("+", i, Const(k)), n), BinOp("*", i, BinOp("+", n, Const(k + 2)))))
+    checks = []
+    note = session.note
+
+    def spy(solver):  # a spy on our own accounting: each check's units
+        before = session.units
+        note(solver)
+        checks.append(session.units - before)
+
+    session.note = spy
+    before = session.units
+    if cap is None:
+        tidy_threshold(t, facts)
+    else:
+        with session.capped(cap):
+            tidy_threshold(t, facts)
+        assert session.cap is None, "the cap ends with its stretch"
+        assert facts.proves(session.var("i") < session.var("N")), "outside the stretch Z3 is asked again"
+    return session.units - before, max(checks, default=0)
+
+
+def test_a_capped_stretch_spends_at_most_its_units_and_one_check_more():
+    free, largest = _tidy_spending()
+    assert free > largest, "the uncapped tidy makes several checks (so a cap has something to cut)"
+    cap = free // 3
+    capped, _ = _tidy_spending(cap)
+    assert capped < free
+    assert capped <= cap + largest
