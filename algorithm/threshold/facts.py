@@ -79,11 +79,11 @@ class Session:
         self.memo: dict = {}
         self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
         self.queries = 0
-        # Z3 resource units spent by the checks of this session, and the total past which
-        # a capped stretch (`capped`) asks Z3 no more: deterministic, unlike a time limit.
+        # Z3 resource units spent by the checks of capped stretches (`capped`), and the
+        # total past which a stretch asks Z3 no more: deterministic, unlike a time limit.
+        # Counted only inside a stretch (reading Z3's statistics costs time).
         self.units = 0
         self.cap: int | None = None
-        self._earlier = 0  # units of earlier contexts and of retries in contexts of their own
 
     def capped(self, units: int):
         """A stretch in which the checks of `proves` may spend at most `units` more Z3
@@ -94,14 +94,18 @@ class Session:
     def exhausted(self) -> bool:
         return self.cap is not None and self.units >= self.cap
 
+    def check(self, solver):
+        """solver.check(), its units counted when inside a capped stretch."""
+        if self.cap is None:
+            return solver.check()
+        mark = counted(solver)
+        result = solver.check()
+        self.units += counted(solver) - mark
+        return result
+
     def renew(self) -> None:
         """A fresh Z3 context (callers must drop every term and Facts they hold)."""
-        self._earlier = self.units
         self._new_context()
-
-    def note(self, solver) -> None:
-        """Account for a check just made by a solver of this session's context."""
-        self.units = self._earlier + counted(solver)
 
     def var(self, name: str):
         value = self._vars.get(name)
@@ -137,8 +141,7 @@ class Session:
         solver = z3.SimpleSolver(ctx=self.ctx)
         budget(solver, rlimit)
         assert_all(solver, assertions)
-        result = solver.check()
-        self.note(solver)
+        result = self.check(solver)
         if result != z3.unknown:
             return result, solver
         source = z3.Solver(ctx=self.ctx)  # only prints the query (as built: never checked)
@@ -146,10 +149,7 @@ class Session:
         again = z3.SimpleSolver(ctx=z3.Context())
         budget(again, rlimit)
         again.from_string(source.to_smt2())
-        result = again.check()
-        self._earlier += counted(again)
-        self.units += counted(again)
-        return result, again
+        return self.check(again), again
 
     def facts(self, assertions=()) -> "Facts":
         return Facts(self, assertions)
@@ -236,8 +236,7 @@ class Facts:
             assert_all(self._solver, self.assertions)
         self._solver.push()
         assert_all(self._solver, (z3.Not(claim),))
-        result = self._solver.check()
-        self.session.note(self._solver)
+        result = self.session.check(self._solver)
         self._solver.pop()
         if result == z3.unknown:
             # An incremental solver's answer depends on what it was asked before (what it

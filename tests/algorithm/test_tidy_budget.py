@@ -42,8 +42,9 @@ def test_the_tidy_budget_changes_only_the_form():
     assert _threshold_arithmetic(untidied) > _threshold_arithmetic(tidy)
 
 
-def _tidy_spending(cap=None):
-    """The Z3 units a tidy of a non-linear threshold spends, and its largest single check."""
+def _tidy_spending(cap=10**12):
+    """The Z3 units a tidy of a non-linear threshold spends under a cap, and its largest
+    single check (units are counted inside capped stretches only)."""
     session = Session(PlannerOptions().facts_rlimit)
     facts = session.facts([session.var("N") >= 0, session.var("i") >= 0, session.var("i") < session.var("N")])
     n, i = Var("N"), Var("i")
@@ -51,22 +52,20 @@ def _tidy_spending(cap=None):
     for k in range(8):
         t = BinOp("+", t, Max(BinOp("*", BinOp("+", i, Const(k)), n), BinOp("*", i, BinOp("+", n, Const(k + 2)))))
     checks = []
-    note = session.note
+    check = session.check
 
     def spy(solver):  # a spy on our own accounting: each check's units
         before = session.units
-        note(solver)
+        result = check(solver)
         checks.append(session.units - before)
+        return result
 
-    session.note = spy
+    session.check = spy
     before = session.units
-    if cap is None:
+    with session.capped(cap):
         tidy_threshold(t, facts)
-    else:
-        with session.capped(cap):
-            tidy_threshold(t, facts)
-        assert session.cap is None, "the cap ends with its stretch"
-        assert facts.proves(session.var("i") < session.var("N")), "outside the stretch Z3 is asked again"
+    assert session.cap is None, "the cap ends with its stretch"
+    assert facts.proves(session.var("i") < session.var("N")), "outside the stretch Z3 is asked again"
     return session.units - before, max(checks, default=0)
 
 
