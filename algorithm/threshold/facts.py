@@ -18,13 +18,15 @@ from semantics.simplify import cond as simplify_cond, simplify
 # Z3's budget per query is a resource limit (PlannerOptions.facts_rlimit): deterministic,
 # unlike a time limit, the same answer on any machine load.
 # A wall-clock backstop under the resource limit. Some of Z3's non-linear procedures
-# (nlsat, called from the SMT kernel's arithmetic) do not count resource units: a query
-# of the nested-`if` reproducer (tests/data/repro/threshold_slow_nested_ifs.sync) can
-# run for minutes below its units. The backstop gives such a query `unknown` (the wait then stays
-# conservative, or the next asking decides it) instead of hanging `sync`. It is twenty
-# times what the resource limit takes at this machine's rate (about 4M units per
-# second), at least 10 s, so that an answer Z3 gives within its units is not cut even
-# on a heavily loaded machine, where a query takes several times its unloaded time: a
+# (nlsat, Groebner bases, called from the SMT kernel's arithmetic) count few resource
+# units for their time: a query of the nested-`if` reproducer
+# (tests/data/repro/threshold_slow_nested_ifs.sync) could run for minutes below its
+# units. The backstop gives such a query `unknown` (the wait then stays conservative, or
+# the next asking decides it) instead of hanging `sync`. It is twenty times what the
+# resource limit takes at this machine's rate for linear queries (about 4M units per
+# second), and at least 60 s: non-linear queries run several times slower per unit,
+# and a loaded machine slows them several times more (a query of that reproducer that
+# takes 1 s alone took 8.8 s of CPU and 16 s of wall time beside two test workers). A
 # backstop that cuts a query Z3 would have answered makes the output depend on the
 # load. Outputs stay independent of machine load unless Z3 stops counting or the
 # machine is slower than that.
@@ -32,7 +34,7 @@ UNITS_PER_MS = 4_000  # measured: 2M units in about 0.5 s (z3 5.4.1, this machin
 
 
 def backstop_ms(rlimit: int) -> int:
-    return max(10_000, 20 * rlimit // UNITS_PER_MS)
+    return max(60_000, 20 * rlimit // UNITS_PER_MS)
 
 
 def budget(solver, rlimit: int) -> None:

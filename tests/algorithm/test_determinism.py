@@ -126,16 +126,16 @@ def test_a_query_past_its_backstop_answers_unknown(monkeypatch):
 
 def test_backstop_leaves_room_for_every_counted_budget():
     """The backstop is twenty times what a budget takes at the measured unit rate, and
-    never under 10 s: it cuts only queries whose units stopped counting, even on a
-    loaded machine, where a query takes several times its unloaded time."""
+    never under 60 s: it cuts only queries whose units stopped counting, even on a
+    loaded machine, where a non-linear query takes several times its unloaded time."""
     from algorithm.threshold.facts import UNITS_PER_MS, backstop_ms
     from algorithm.threshold.options import PlannerOptions
 
     FACTS_RLIMIT = PlannerOptions().facts_rlimit
 
-    assert backstop_ms(FACTS_RLIMIT) == 10_000 >= 20 * FACTS_RLIMIT // UNITS_PER_MS
+    assert backstop_ms(FACTS_RLIMIT) == 60_000 >= 20 * FACTS_RLIMIT // UNITS_PER_MS
     assert backstop_ms(20_000_000) == 20 * 20_000_000 // UNITS_PER_MS == 100_000
-    assert backstop_ms(1) == 10_000
+    assert backstop_ms(1) == 60_000
 
 
 def test_assert_all_asserts_what_solver_add_asserts():
