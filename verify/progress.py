@@ -126,4 +126,7 @@ class Progress:
         self._last = now
         self.lines += 1
         stream = self._stream if self._stream is not None else sys.stderr
-        print(f"syncproof {self.command}: {text} ({now - self.start:.1f}s)", file=stream, flush=True)
+        # One write with its newline: a signal handler that prints between the text and its
+        # newline (print writes them apart) would otherwise join its line to this one.
+        stream.write(f"syncproof {self.command}: {text} ({now - self.start:.1f}s)\n")
+        stream.flush()

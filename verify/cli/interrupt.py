@@ -117,10 +117,14 @@ def interrupted(code: int = EXIT_INTERRUPTED) -> None:
         except Exception:  # noqa: BLE001 - the interruption's line matters more
             pass
     try:
-        os.write(2, (MESSAGE + "\n").encode())
+        # Standard error goes to /dev/null first and the line to a copy of it: a line
+        # another thread writes from now on (a library's complaint about its killed
+        # workers, a progress line) stays unseen, and ours is the last.
+        terminal = os.dup(2)
         null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 2)  # a library's complaint about its killed workers stays unseen
+        os.dup2(null, 2)
         os.dup2(null, 1)
+        os.write(terminal, (MESSAGE + "\n").encode())
     except OSError:
         pass
     end_descendants()

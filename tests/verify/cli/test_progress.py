@@ -34,6 +34,27 @@ def test_progress_is_throttled_to_one_line_per_interval():
     assert lines == ["syncproof verify: shown (2.1s)", "syncproof verify: built lazily (4.1s)"]
 
 
+class Writes(io.StringIO):
+    """A stream that records each write call."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def write(self, text):
+        self.calls.append(text)
+        return super().write(text)
+
+
+def test_a_progress_line_and_its_newline_are_one_write():
+    # Ctrl-C's handler prints its line between two writes of the interrupted thread; a
+    # line written apart from its newline was joined to it ("... (0.1s)syncproof: interrupted").
+    out = Writes()
+    progress = Progress("verify", interval=0, stream=out, clock=Clock())
+    progress.always("valuation 3/100001 (N=2)")
+    assert [call for call in out.calls if call] == ["syncproof verify: valuation 3/100001 (N=2) (0.0s)\n"]
+
+
 def test_progress_interval_zero_shows_every_message():
     out = io.StringIO()
     progress = Progress("bench", interval=0, stream=out, clock=Clock())
