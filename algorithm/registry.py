@@ -10,7 +10,7 @@ import attrs
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
 
-from semantics.collector import fewer_collections
+from semantics.collector import collections_off
 from algorithm.queues import implied_pairs, semaphores, with_queues
 
 
@@ -118,7 +118,7 @@ def _on_queues(strategy, program: Program) -> SyncResult:
     return attrs.evolve(result, stats=stats)
 
 
-@fewer_collections()
+@collections_off()
 def sync_threshold(program: Program, conflicts=None, options=None) -> SyncResult:
     """The `threshold` strategy: the stages of algorithm/threshold/pipeline.py under one
     options object (algorithm/threshold/options.py). `conflicts` replaces the dependence
@@ -140,7 +140,7 @@ def sync_threshold(program: Program, conflicts=None, options=None) -> SyncResult
     return plan(program, options, stats)
 
 
-@fewer_collections()
+@collections_off()
 def _sync_barrier(program: Program) -> SyncResult:
     from algorithm.barrier import apply_barrier_plan, plan_barrier
 
@@ -155,7 +155,7 @@ def _sync_barrier(program: Program) -> SyncResult:
                                                for name in sorted(plan.local)]))
 
 
-@fewer_collections()
+@collections_off()
 def _sync_snax_barrier(program: Program) -> SyncResult:
     from algorithm.snax_barrier import snax_barrier
 
@@ -168,7 +168,7 @@ def _sync_snax_barrier(program: Program) -> SyncResult:
     return SyncResult(synced, SyncStats(strategy="snax-barrier", **_counts(synced)))
 
 
-@fewer_collections()
+@collections_off()
 def _sync_flags(program: Program, implied: frozenset = frozenset()) -> SyncResult:
     from algorithm.flags import flags
 
@@ -178,7 +178,7 @@ def _sync_flags(program: Program, implied: frozenset = frozenset()) -> SyncResul
     return SyncResult(synced, SyncStats(strategy="flags", **_counts(synced), **stats))
 
 
-@fewer_collections()
+@collections_off()
 def _sync_tokens(program: Program, implied: frozenset = frozenset()) -> SyncResult:
     from algorithm.tokens import tokens
 

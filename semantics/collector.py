@@ -1,5 +1,6 @@
-"""Fewer garbage collections while a strategy runs (algorithm/registry.py), a kernel
-is parsed (semantics/parser.py) or a program printed (semantics/printer.py): speed.
+"""Fewer garbage collections while a kernel is parsed (semantics/parser.py) or a
+program printed (semantics/printer.py): speed. None at all while a strategy runs
+(algorithm/registry.py): determinism.
 
 Why. Planning allocates millions of small, acyclic, immutable IR nodes and Z3 wrappers,
 most of them short-lived, and keeps a few hundred thousand alive in the memos of pure
@@ -12,7 +13,18 @@ collections that do run and after the strategy returns. The same practice as myp
 (`gc.set_threshold(200 * 1000, 30, 30)` in its build). Only around these steps, the
 ones that allocate most.
 
-The thresholds are restored on exit (nested uses restore in order), so a library caller
+Why none while a strategy runs. A plan's Z3 terms that a reference cycle holds are
+freed when the collector runs, and Z3 gives a freed term's id to the next term it
+makes; the ids order Z3's search. An automatic collection runs after a count of
+allocations that includes everything the process did before the plan (the imports it
+happened to make, other kernels), so the same kernel asked Z3 the same queries with
+other ids in another process: the nested-`if` reproducer
+(tests/data/repro/threshold_slow_nested_ifs.sync) planned in 10 s or in 70 s of CPU by
+what the process had imported first. With automatic collection off, cycles are freed
+only where the planner collects (algorithm/threshold/compose.py, once per statement
+shape), at the same points of every run.
+
+The settings are restored on exit (nested uses restore in order), so a library caller
 sees its own settings again.
 """
 
@@ -42,6 +54,29 @@ class fewer_collections:
         @functools.wraps(fn)
         def run(*args, **kwargs):
             with fewer_collections():
+                return fn(*args, **kwargs)
+
+        return run
+
+
+class collections_off:
+    """Context manager and decorator: no automatic collection until exit (explicit
+    `gc.collect` calls still collect); the caller's setting is restored."""
+
+    def __enter__(self):
+        self._was = gc.isenabled()
+        gc.disable()
+        return self
+
+    def __exit__(self, *exc):
+        if self._was:
+            gc.enable()
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with collections_off():
                 return fn(*args, **kwargs)
 
         return run

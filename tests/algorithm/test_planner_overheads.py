@@ -4,8 +4,9 @@
   are built once per plan: the Z3 queries the pass asks, and the output, are the same
   as when every query builds its own steps. The differential test is shown to catch a
   memo keyed too coarsely.
-- Strategies run, and kernels parse, with fewer garbage collections (semantics/collector.py); the
-  collector's thresholds are the caller's again afterwards, on errors too.
+- Strategies run with no automatic garbage collection, and kernels parse and print with
+  fewer (semantics/collector.py); the collector's settings are the caller's again
+  afterwards, on errors too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 import z3
 
 from algorithm.registry import get_strategy
-from semantics.collector import YOUNG_THRESHOLD, fewer_collections
+from semantics.collector import YOUNG_THRESHOLD, collections_off, fewer_collections
 from semantics.ir import Const, Var
 from semantics.errors import KernelError
 from semantics.parser import parse, parse_file
@@ -131,16 +132,64 @@ def _thresholds_seen_by(module_name: str, function: str, monkeypatch) -> list:
     return seen
 
 
-def test_strategies_run_with_fewer_collections_and_restore_the_callers_thresholds(monkeypatch):
-    seen = _thresholds_seen_by("algorithm.threshold", "plan_thresholds", monkeypatch)
+def test_no_automatic_collection_runs_while_a_strategy_plans(monkeypatch):
+    """Only the planner's own collections (at fixed points) run inside a strategy,
+    whatever the process allocated before it: when a cycle's Z3 terms are freed decides
+    the ids Z3 gives later terms, and those ids order its search (semantics/collector.py).
+    The caller's allocations bring the young generation to just under its threshold, so
+    that a strategy that leaves automatic collection on is caught at once."""
+    explicit = [0]
+    real_collect = gc.collect
+
+    def counted_collect(*args, **kwargs):
+        explicit[0] += 1
+        return real_collect(*args, **kwargs)
+
+    inside = [False]
+    seen: list = []
+
+    def on_collection(phase, info):
+        if phase == "start" and inside[0]:
+            seen.append(info["generation"])
+
+    program = parse_file(str(KERNELS_DIR / "suite" / "long_row_reduce.sync"))
+    strategy = get_strategy("threshold")
+    monkeypatch.setattr(gc, "collect", counted_collect)
     saved = gc.get_threshold()
     try:
-        gc.set_threshold(1234, 7, 8)
-        get_strategy("threshold")(parse_file(str(KERNELS_DIR / "if_else_split.sync")))
-        assert gc.get_threshold() == (1234, 7, 8)
+        gc.set_threshold(YOUNG_THRESHOLD, 2, 2)
+        real_collect()
+        held = [[] for _ in range(YOUNG_THRESHOLD - 200)]  # the caller's live objects
+        gc.callbacks.append(on_collection)
+        inside[0] = True
+        strategy(program)
+        inside[0] = False
+        assert gc.isenabled() and gc.get_threshold() == (YOUNG_THRESHOLD, 2, 2)
+        del held
     finally:
+        inside[0] = False
+        if on_collection in gc.callbacks:
+            gc.callbacks.remove(on_collection)
         gc.set_threshold(*saved)
-    assert seen and all(t == (YOUNG_THRESHOLD, 7, 8) for t in seen)
+    assert len(seen) == explicit[0], f"{len(seen) - explicit[0]} automatic collections inside the strategy"
+
+
+def test_collections_off_restores_the_callers_setting_on_error_and_when_nested():
+    assert gc.isenabled()
+    try:
+        with pytest.raises(RuntimeError):  # noqa: SIM117 (the nesting is what is tested)
+            with collections_off():
+                with collections_off():
+                    assert not gc.isenabled()
+                assert not gc.isenabled()
+                raise RuntimeError("a strategy fails")
+        assert gc.isenabled()
+        gc.disable()
+        with collections_off():  # a caller that keeps it off keeps it off
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_fewer_collections_restores_on_error_and_when_nested():
