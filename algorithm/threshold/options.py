@@ -37,7 +37,9 @@ class PlannerOptions:
     - `max_cases`: the most cases a piecewise index is split into (the second analysis).
     - `cover_valuations`, `cover_grid`, `cover_points`: the sampled cover of a redundancy
       proof: how many parameter valuations (the defaults, then a grid of offsets below
-      `cover_grid` from the lower bounds), and how many instances of y it visits.
+      `cover_grid` from the lower bounds), and how many instances of y it visits in each
+      of its two sets of valuations (that grid, then every mix of low, default and large
+      parameter values: points.py).
     - `facts_rlimit`: the Z3 budget of each query about the facts at an op.
     - `tidy_rlimit`: the Z3 units that simplifying one threshold under the facts at its
       op may spend in all (plan.py `tidied`); past them the remaining rewrites are

@@ -39,6 +39,22 @@ def valuations(program: Program, options) -> list[dict[str, int]]:
     return out
 
 
+def spread_valuations(program: Program, options):
+    """Each parameter at its lower bound, its default (or the grid's edge) and a large
+    value past both, in every combination (lexicographic in the parameters' order).
+    The grid near the lower bounds misses a witness that needs some parameters large
+    and others small: flash_attention_causal's `if i >= 16 * j` holds for j = 4 only
+    once QT > 64, and its witness also has an empty loop (TP = 0). At most
+    2 * cover_valuations of them."""
+    levels = []
+    for p in program.params:
+        base = p.default if p.default is not None and p.default > p.lower else p.lower + options.cover_grid
+        levels.append(sorted({p.lower, base, 2 * base + 1}))
+    # At most twice the grid's count: 3 ** parameters valuations would never end.
+    for values in itertools.islice(itertools.product(*levels), 2 * options.cover_valuations):
+        yield {p.name: v for p, v in zip(program.params, values)}
+
+
 def instances(y: Site, env: dict[str, int], budget: list[int]):
     """y's instances at one valuation (environments binding its loop variables), in
     program order, while `budget[0]` lasts."""
@@ -83,27 +99,29 @@ def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_
 
     target_f = fn(target)
     chosen: list[int] = []
-    budget = [options.cover_points]
 
     def covers(k, env, iters, t) -> bool:
         c, g = parts[k]
         return fn(c, True)(env, iters) and fn(g)(env, iters) >= t
 
-    for values in valuations(program, options):
-        try:
-            for env, iters in instances(y, values, budget):
-                try:
-                    t = target_f(env, iters)
-                    if t <= 0 or any(covers(k, env, iters, t) for k in chosen):
-                        continue
-                    first = next((k for k in range(len(parts)) if covers(k, env, iters, t)), None)
-                except (SyncproofError, KeyError, ArithmeticError):
-                    continue  # this point does not evaluate: it decides nothing
-                if first is None:
-                    return None
-                chosen.append(first)
-        except (SyncproofError, KeyError, ArithmeticError):
-            continue  # a loop bound or guard this valuation cannot evaluate
-        if budget[0] <= 0:
-            break
+    # Two sets of valuations, each with `cover_points` instances of y to visit.
+    for sampled in (valuations(program, options), spread_valuations(program, options)):
+        budget = [options.cover_points]
+        for values in sampled:
+            try:
+                for env, iters in instances(y, values, budget):
+                    try:
+                        t = target_f(env, iters)
+                        if t <= 0 or any(covers(k, env, iters, t) for k in chosen):
+                            continue
+                        first = next((k for k in range(len(parts)) if covers(k, env, iters, t)), None)
+                    except (SyncproofError, KeyError, ArithmeticError):
+                        continue  # this point does not evaluate: it decides nothing
+                    if first is None:
+                        return None
+                    chosen.append(first)
+            except (SyncproofError, KeyError, ArithmeticError):
+                continue  # a loop bound or guard this valuation cannot evaluate
+            if budget[0] <= 0:
+                break
     return sorted(chosen)

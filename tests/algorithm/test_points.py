@@ -127,3 +127,33 @@ def test_points_that_do_not_evaluate_decide_nothing():
     target = BinOp("//", Const(1), BinOp("-", Var("i"), Var("i")))
     assert sample_cover(PROGRAM, Y, target, [(Compare(">=", Var("i"), Const(0)), Const(0))], OPTIONS) == []
 
+
+
+SKEWED = parse("""engines A B
+param N = 8
+param K = 4
+for j in 0..K {
+  for i in 0..N {
+    if i >= 16 * j {
+      A y
+    }
+  }
+}
+""")
+
+
+def test_a_witness_needing_one_parameter_large_and_another_small_is_found():
+    """Only an instance with j >= 1 breaks the claim, and it exists only for N > 16:
+    past the grid near the lower bounds (offsets below cover_grid) and the defaults.
+    The spread valuations (each parameter low, at its default or large) reach N = 17."""
+    y = sites(SKEWED)["y"]
+    target = Const(1)
+    parts = [(Compare("==", Var("j"), Const(0)), Const(1))]
+    assert OPTIONS.cover_grid <= 16 and 2 * 8 + 1 > 16  # the witness lies past the grid
+    assert sample_cover(SKEWED, y, target, parts, OPTIONS) is None
+    ctx = z3.Context()
+    env = {n: z3.Int(n, ctx) for n in ("i", "j", "N", "K")}
+    solver = z3.SimpleSolver(ctx=ctx)
+    solver.add(env["N"] >= 0, env["K"] >= 0, *domain(y, env, ctx))
+    solver.add(z3.Not(z3.Or(to_z3(target, env, ctx=ctx) <= 0, z3.And(env["j"] == 0, True))))
+    assert solver.check() == z3.sat  # the refutation is a model of the query
