@@ -177,7 +177,15 @@ def counted(solver) -> int:
     """The resource units spent in the solver's Z3 context so far (Z3 counts them per
     context, over all of its solvers)."""
     stats = solver.statistics()
-    return stats.get_key_value("rlimit count") if "rlimit count" in stats.keys() else 0
+    ref, handle = stats.ctx.ref(), stats.stats
+    # Looked up from the end, where Z3 lists it (z3.Statistics.keys() reads every key,
+    # and the keys vary with the procedures a check used).
+    for k in range(z3.Z3_stats_size(ref, handle) - 1, -1, -1):
+        if z3.Z3_stats_get_key(ref, handle, k) == "rlimit count":
+            if z3.Z3_stats_is_uint(ref, handle, k):
+                return z3.Z3_stats_get_uint_value(ref, handle, k)
+            return int(z3.Z3_stats_get_double_value(ref, handle, k))
+    return 0
 
 
 class _Names(dict):

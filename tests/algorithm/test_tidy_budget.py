@@ -76,3 +76,19 @@ def test_a_capped_stretch_spends_at_most_its_units_and_one_check_more():
     capped, _ = _tidy_spending(cap)
     assert capped < free
     assert capped <= cap + largest
+
+
+def test_units_read_are_z3_s_own_rlimit_count():
+    """`counted` reads the statistic from the end of Z3's list (it is near there): the
+    same number z3.Statistics reports, for a linear and a non-linear check."""
+    import z3
+
+    from algorithm.threshold.facts import counted
+
+    ctx = z3.Context()
+    x, y = z3.Int("x", ctx), z3.Int("y", ctx)
+    for claim in (x + y > 3, x * y + x * x == 7):
+        solver = z3.SimpleSolver(ctx=ctx)
+        solver.add(claim, x > 0, y > 0)
+        solver.check()
+        assert counted(solver) == solver.statistics().get_key_value("rlimit count") > 0
