@@ -42,7 +42,7 @@ class PlannerOptions:
       parameter values: points.py).
     - `facts_rlimit`: the Z3 budget of each query about the facts at an op.
     - `tidy_rlimit`: the Z3 units that simplifying one threshold under the facts at its
-      op may spend in all (plan.py `tidied`); past them the remaining rewrites are
+      op may spend in all (thresholds.py `tidied`); past them the remaining rewrites are
       skipped and the threshold keeps its longer, equal form.
     - `count_registers`: the general stage writes a threshold against the engine-count
       register `count(F)` (docs/language.md) where that is less run-time arithmetic
