@@ -102,7 +102,7 @@ def plan_by_statement(program: Program, conflicts, options=None) -> Composed | N
         if key not in planned:
             result = plan_slice(shapes.program(piece), conflicts, options)
             # A slice's plan leaves reference cycles that hold its Z3 context (tens of
-            # MiB); the cyclic collector runs rarely while a strategy runs
+            # MiB); the cyclic collector does not run by itself while a strategy runs
             # (semantics/collector.py), so they are collected here, once per shape (the
             # young generations only: the slice's objects are there, and a full pass
             # over a long program's objects took longer than planning the slice).
