@@ -155,7 +155,7 @@ def run_mutants(program: Program, bounds, options: CheckOptions = CheckOptions()
     out = []
     all_mutants = mutants(program)
     task = functools.partial(check_mutant, bounds, attrs.evolve(options, progress=None), engine)
-    results = ordered_map(task, [m.program for m in all_mutants], fan_out)
+    results = ordered_map(task, [m.program for m in all_mutants], fan_out, progress=progress)
     for n, (mutant, result) in enumerate(zip(all_mutants, results), 1):
         if progress:
             progress(f"{n}/{len(all_mutants)} {mutant.operator}: {mutant.where}")

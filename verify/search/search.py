@@ -119,10 +119,16 @@ def _checked_ahead(strategy, config, options: SearchOptions, fan_out: FanOut) ->
         pass
     task = functools.partial(check_example, attrs.evolve(options, progress=None))
     known: dict = {}
-    results = ordered_map(task, drawn, fan_out)
+    say = options.progress  # the caller throttles (verify/progress.py)
+    if say:
+        where = f"the cluster at {fan_out.cluster}" if fan_out.cluster else f"{fan_out.workers} worker processes"
+        say(f"checking {len(drawn)} generated kernels ahead on {where}")
+    results = ordered_map(task, drawn, fan_out, progress=say)
     try:
-        for program, checked in zip(drawn, results):
+        for n, (program, checked) in enumerate(zip(drawn, results), 1):
             known[program] = checked
+            if say:
+                say(f"{n}/{len(drawn)} generated kernels checked ahead")
             if _failed(checked, options.property):
                 break
     finally:

@@ -75,3 +75,27 @@ def test_a_dask_cluster_reports_connecting_and_sizing_before_its_first_result():
                                     f"connected to {address}: 1 worker thread",
                                     "sending the program to the workers",
                                     "sizing the batches of 6 valuations for 1 worker"], lines
+
+
+def test_a_fanned_out_search_reports_its_checks_ahead():
+    """`search --workers`: the generated kernels checked ahead on the pool are counted
+    as they come back, after the pool's own start-up line."""
+    from verify.search.search import SearchOptions, search
+
+    lines: list[str] = []
+    search(SearchOptions(examples=6, seed=3, progress=lines.append), FanOut(workers=2))
+    ahead = [line for line in lines if "checked ahead" in line]
+    assert lines[0].startswith("checking ") and "2 worker processes" in lines[0], lines
+    assert "starting 2 worker processes" in lines, lines
+    assert ahead and ahead[-1].split()[0].split("/")[0] == ahead[-1].split()[0].split("/")[1], lines
+
+
+def test_fanned_out_mutants_report_the_pool_before_their_first_result():
+    from verify.search.mutate import run_mutants
+
+    program = parse(PIPELINE)
+    lines: list[str] = []
+    results = run_mutants(program, (("N", 0, 2),), progress=lines.append, fan_out=FanOut(workers=2))
+    first_result = next(i for i, line in enumerate(lines) if line.startswith("1/"))
+    assert lines[:first_result] == ["starting 2 worker processes"], lines
+    assert len([line for line in lines if "/" in line.split()[0]]) == len(results) > 0
