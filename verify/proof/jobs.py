@@ -52,11 +52,14 @@ class WorkerLost(LimitReached):
 
 
 # The reason of a proof whose worker raised MemoryError (the address space ran out:
-# --max-memory, ulimit -v): unknown, like any worker lost.
+# --max-memory, ulimit -v): unknown, like any worker lost; and of a proof in this
+# process that did (--proof-jobs 1): unknown too, and the bounded verdict stands.
 OUT_OF_MEMORY = "out of memory in a proof worker"
+OUT_OF_MEMORY_HERE = "out of memory in the proof"
 
 # Test hook: SYNCPROOF_TEST_FAIL=proof-worker-memory makes every proof worker raise
-# MemoryError before its first obligation (tests/verify/cli/test_memory_limits.py).
+# MemoryError before its first obligation, and SYNCPROOF_TEST_FAIL=proof-memory a proof
+# in this process (tests/verify/cli/test_memory_limits.py).
 ENV_TEST_FAIL = "SYNCPROOF_TEST_FAIL"
 
 
@@ -271,8 +274,12 @@ def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> 
     jobs = min(options.jobs, len(todo))
     context = _context(attrs.evolve(options, jobs=jobs))
     if context is None:
-        prover = Prover(program, options, deadline)
-        return in_two_rounds(prover, bind(prover, todo))
+        try:
+            _fail_for_tests("proof-memory")
+            prover = Prover(program, options, deadline)
+            return in_two_rounds(prover, bind(prover, todo))
+        except MemoryError:
+            raise WorkerLost(OUT_OF_MEMORY_HERE) from None
     workers = []
     try:
         for k in range(jobs):

@@ -87,3 +87,17 @@ def test_without_the_injected_failure_the_same_proof_is_proved():
     """Teeth for the test above: the hook, not the kernel, makes the proof unknown."""
     data = json.loads(run_with({}, "verify", "--proof-jobs", "2", "--json", TINY).stdout)
     assert data["all_values"]["status"] == "proved", data
+
+
+def test_a_proof_in_this_process_out_of_memory_leaves_the_proof_unknown_with_the_reason():
+    """`--proof-jobs 1` proves in the command's own process: a MemoryError there (injected)
+    is the proof's `unknown` with the reason, as a worker's is; the bounded result stands."""
+    from verify.proof.jobs import OUT_OF_MEMORY_HERE
+
+    hook = {"SYNCPROOF_TEST_FAIL": "proof-memory"}
+    text = run_with(hook, "verify", "--proof-jobs", "1", TINY)
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert f"all parameter values: not proved ({OUT_OF_MEMORY_HERE})" in text.stdout, text.stdout
+    assert "internal error" not in text.stderr and "Traceback" not in text.stderr, text.stderr
+    proved = json.loads(run_with({}, "verify", "--proof-jobs", "1", "--json", TINY).stdout)
+    assert proved["all_values"]["status"] == "proved", proved  # the hook, not the kernel
