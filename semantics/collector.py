@@ -36,7 +36,20 @@ import gc
 YOUNG_THRESHOLD = 100_000  # net allocations between young collections (CPython default: 700)
 
 
-class fewer_collections:
+class _Setting:
+    """A collector setting as a context manager and a decorator (each call of the
+    decorated function enters a fresh one, so nested calls restore in order)."""
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with type(self)():
+                return fn(*args, **kwargs)
+
+        return run
+
+
+class fewer_collections(_Setting):
     """Context manager and decorator: the collector's young threshold raised to at least
     YOUNG_THRESHOLD (the older generations' thresholds kept) until exit."""
 
@@ -50,16 +63,8 @@ class fewer_collections:
         gc.set_threshold(*self._saved)
         return False
 
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            with fewer_collections():
-                return fn(*args, **kwargs)
 
-        return run
-
-
-class collections_off:
+class collections_off(_Setting):
     """Context manager and decorator: no automatic collection until exit (explicit
     `gc.collect` calls still collect); the caller's setting is restored."""
 
@@ -72,11 +77,3 @@ class collections_off:
         if self._was:
             gc.enable()
         return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            with collections_off():
-                return fn(*args, **kwargs)
-
-        return run

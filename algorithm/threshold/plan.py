@@ -50,7 +50,7 @@ from algorithm.threshold.context import (  # noqa: F401
 from algorithm.threshold.cases import piecewise_cases
 from algorithm.threshold.counting import Unsupported
 from algorithm.threshold.thresholds import (  # noqa: F401
-    OPERATORS, candidate_count, closed_iters, count_before_y, counted_form, later_producers_first, max_of, operators,
+    candidate_count, closed_iters, count_before_y, counted_form, later_producers_first, max_of, operators,
     tidied, tidy_threshold,
 )
 from semantics.printer import print_expr
