@@ -17,11 +17,11 @@ waits); "no violation within some bounds" is asked case by case (a disjunction o
 non-linear cases is far slower for Z3 than the cases one at a time). First, with no
 upper bound: proved means
 the range holds for every parameter value. Otherwise two proposals for the limit, each
-confirmed by proving that the range holds up to it: Z3's optimizer's smallest
-largest-parameter m of a violation (linear counts; a short budget), then the diagonal's
-(`_diagonal`: the first v where the valuation with every parameter v violates, found by
-doubling and bisection over such points, each a query with the parameters fixed, which
-Z3 answers in milliseconds where the counts are non-linear). Failing both, a binary
+confirmed by proving that the range holds up to it: the diagonal's (`_diagonal`: the
+first v where the valuation with every parameter v violates, found by doubling and
+bisection over such points, each a query with the parameters fixed, which Z3 answers in
+milliseconds where the counts are non-linear), then Z3's optimizer's smallest
+largest-parameter m of a violation (linear counts; a short budget). Failing both, a binary
 search over P (each step asking whether the range holds with every parameter <= P)
 finds the largest P, and a query Z3 cannot answer stops the search with the largest P
 proved so far ("at least"). The binary search runs first with the first round's budget
@@ -193,18 +193,19 @@ def range_limit(prover, lower: dict[str, int]) -> RangeLimit:
 
     first = extra
     good = max(lower.values(), default=0)
-    # Two proposals for the limit, each proved below or dropped: the optimizer's (exact
-    # and quick where the counts are linear), then the diagonal's (where they are not).
-    guess, witness = _optimum(prover, cases, params)
-    if guess is not None and guess - 1 >= good:  # confirmed below by a query with the usual budget
-        status, extra = at_most(guess - 1)
-        if status == ProofStatus.PROVED:
-            return RangeLimit(UP_TO, guess - 1, f"at {text(witness)} a counter or threshold leaves it")
+    # Two proposals for the limit, each proved below or dropped: the diagonal's (point
+    # queries, milliseconds each), then the optimizer's (exact and quick where the
+    # counts are linear, seconds where they are not, and then often no answer).
     diagonal = _diagonal(prover, cases, params, good, max(first.values(), default=good))
-    if diagonal is not None and diagonal[0] - 1 >= good and diagonal[0] != guess:
+    if diagonal is not None and diagonal[0] - 1 >= good:
         status, extra = at_most(diagonal[0] - 1)
         if status == ProofStatus.PROVED:
             return RangeLimit(UP_TO, diagonal[0] - 1, f"at {text(diagonal[1])} a counter or threshold leaves it")
+    guess, witness = _optimum(prover, cases, params)
+    if guess is not None and guess - 1 >= good and (diagonal is None or guess != diagonal[0]):
+        status, extra = at_most(guess - 1)
+        if status == ProofStatus.PROVED:
+            return RangeLimit(UP_TO, guess - 1, f"at {text(witness)} a counter or threshold leaves it")
     status, extra = at_most(good)
     if status == ProofStatus.FAILED:
         return RangeLimit(NONE, reason=f"a counter or threshold leaves the range at {text(extra)}")
