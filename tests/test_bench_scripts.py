@@ -32,3 +32,11 @@ def test_proof_benches_run_on_a_small_kernel():
     assert "4 proved" in each and "range (inproc): up-to 2147483647" in each
     table = _run("bench/prove_bench.py", "--jobs", "2", "kernels/suite/pingpong.sync")
     assert "pingpong.sync | proved | " in table
+
+
+def test_verify_bench_reports_the_default_verify_of_the_files_it_is_given():
+    rows = json.loads(_run("bench/verify_bench.py", "--json", "kernels/suite/pingpong.sync"))
+    assert [r["kernel"] for r in rows] == ["pingpong"]
+    row = rows[0]
+    assert row["exit"] == 0 and row["verdict"] == "bisimilar" and row["proof"] == "proved"
+    assert 0 <= row["proof_started"] <= row["wall"] and row["units"] > 0
