@@ -225,6 +225,17 @@ def verify(program: Program, options: VerifyOptions = VerifyOptions()) -> Report
     start_workers_early(options, program)
     sync_result = strategy(program)
     synced = sync_result.program
+    statement = _start_statement(options, synced, bounds)
+    try:
+        return _checked(options, began, bounds, sync_result, statement)
+    finally:
+        if statement is not None:
+            statement.cancel()
+
+
+def _checked(options: VerifyOptions, began: float, bounds, sync_result, statement) -> Report:
+    """verify() after the strategy ran: the bounded check, then the all-values proof."""
+    synced = sync_result.program
 
     def timeout():  # what is left of options.timeout, which counts from the call
         return None if options.timeout is None else max(1e-3, options.timeout - (time.monotonic() - began))
@@ -260,7 +271,7 @@ def verify(program: Program, options: VerifyOptions = VerifyOptions()) -> Report
         checked, by_engine = attrs.evolve(explicit, engine=EngineName.BOTH), (explicit, z3)
     else:
         checked, by_engine = results[options.engine], ()
-    result, proof, skipped = _all_values(options, synced, checked, bounds)
+    result, proof, skipped = _all_values(options, synced, checked, bounds, statement)
     return Report(result, _scope_of(synced, proof, skipped), options.strategy, sync_result, proof, skipped, by_engine,
                   checked_bounds=checked.bounds)
 
@@ -282,7 +293,27 @@ def _always(progress, text: str) -> None:
         getattr(progress, "always", progress)(text)
 
 
-def _all_values(options: VerifyOptions, program: Program, result: CheckResult, bounds):
+def _proof_options(options: VerifyOptions, bounds, progress=None):
+    from verify.proof.prove import ProofOptions
+
+    # Lower bounds of the check restrict the proof too (K=1..3: every K >= 1).
+    lower = tuple((name, lo) for name, lo, _ in bounds)
+    return ProofOptions(property=options.property, timeout=options.proof_timeout, rlimit=options.proof_rlimit,
+                        dump_smt=options.dump_smt, progress=progress, lower=lower, jobs=options.proof_jobs)
+
+
+def _start_statement(options: VerifyOptions, program: Program, bounds):
+    """The proof's 32-bit statement started in a worker now, beside the bounded check
+    (which runs on one core), instead of beside the proof's own workers; None where no
+    proof may run on workers (the proof then starts it itself, if at all)."""
+    if options.scope == Scope.BOUNDED or options.proof_jobs <= 1 or not program.params:
+        return None
+    from verify.proof.prove import start_statement
+
+    return start_statement(program, _proof_options(options, bounds))
+
+
+def _all_values(options: VerifyOptions, program: Program, result: CheckResult, bounds, statement=None):
     """(result to report, proof or None, why no proof ran). The result changes only when
     the proof finds a counterexample outside the bounds: then it is the explicit
     engine's result at that valuation."""
@@ -292,8 +323,6 @@ def _all_values(options: VerifyOptions, program: Program, result: CheckResult, b
         return result, None, SKIPPED_FAILED if result.holds is False else SKIPPED_UNKNOWN
     if not program.params and result.complete:  # the check covered the only valuation
         return result, None, None
-    # Lower bounds of the check restrict the proof too (K=1..3: every K >= 1).
-    lower = tuple((name, lo) for name, lo, _ in bounds)
     progress = options.progress
     cap = "" if options.proof_timeout is None else f", wall-clock cap {options.proof_timeout:g} s: --proof-timeout"
     rlimit = "no limit" if options.proof_rlimit is None else f"{options.proof_rlimit:,} Z3 units"
@@ -312,12 +341,9 @@ def _all_values(options: VerifyOptions, program: Program, result: CheckResult, b
             progress(f"all-values proof: {answered[0]} Z3 {'query' if answered[0] == 1 else 'queries'} answered "
                      "(an obligation takes one or more)")
 
-    from verify.proof.prove import SECOND_ROUND, ProofOptions, prove
+    from verify.proof.prove import SECOND_ROUND, prove
 
-    proof_options = ProofOptions(property=options.property, timeout=options.proof_timeout,
-                                 rlimit=options.proof_rlimit, dump_smt=options.dump_smt, progress=on_query,
-                                 lower=lower, jobs=options.proof_jobs)
-    proof = prove(program, proof_options)
+    proof = prove(program, _proof_options(options, bounds, on_query), statement)
     if proof.status == ProofStatus.REFUTED:
         return proof.counterexample, proof, None
     return result, proof, None

@@ -102,20 +102,35 @@ def _why_not(program: Program) -> str | None:
     return None
 
 
-def prove(program: Program, options: ProofOptions = ProofOptions()) -> Proof:
+def start_statement(program: Program, options: ProofOptions):
+    """The 32-bit statement of `prove(program, options)` started now in a worker of its
+    own (`Started`), for a caller that will prove later and has a core to spare before
+    (`verify`: during the bounded check); None where `prove` would not start one (no
+    workers, a wall-clock cap, a program outside the proof). Pass it to `prove`, or
+    cancel it."""
+    if options.timeout is not None or _why_not(program):
+        return None
+    return start_in_worker(program, options, Deadline.after(None, options.clock),
+                           partial(range_limit, lower=domain_lower(program, options)))
+
+
+def prove(program: Program, options: ProofOptions = ProofOptions(), statement=None) -> Proof:
     """Try to prove the property for every parameter value (at least `options.lower`;
     see the module docstring). Its budget is deterministic: a resource limit per query
     and `options.rlimit` for all of them (verify/proof/budget.py), so the verdict does
     not depend on load. `options.timeout`, when set, is a wall-clock cap on the whole
     proof: the building of its terms, every query, and the explicit checks that decide a
     failed query (each polls the deadline, so the cap is not overrun by what comes after
-    a query); reaching it gives unknown, naming the cap."""
+    a query); reaching it gives unknown, naming the cap. `statement`: its 32-bit statement
+    if already started (`start_statement`, with the same program and options); it is
+    ended when the proof returns."""
     lower = domain_lower(program, options)
     began = options.clock()
     deadline = Deadline.after(options.timeout, options.clock)
-    # The 32-bit statement needs no answer of the proof: on workers it starts now.
-    statement = None if _why_not(program) else start_in_worker(program, options, deadline,
-                                                               partial(range_limit, lower=lower))
+    # The 32-bit statement needs no answer of the proof: on workers it starts now (if
+    # the caller has not started it already: `start_statement`).
+    if statement is None and not _why_not(program):
+        statement = start_in_worker(program, options, deadline, partial(range_limit, lower=lower))
     try:
         try:
             proof = _prove(program, options, deadline)
