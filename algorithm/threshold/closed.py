@@ -15,7 +15,10 @@ The count up to x at iteration i' is pre_F + (i' - lo) * n_F + (F-ops before x i
 body) + 1, where pre_F counts the F-ops before the loop and n_F those in the body; after
 the loop, trip * n_F replaces the loop part. Upper bounds are written over `HI` and
 substituted at the end, so that the concrete check (concrete.py) can vary the trip count
-directly.
+directly. A body with guards takes the same rule per residue class of i modulo the body's
+period (guards.GuardedBody): its thresholds, and the counts up to ops after the loop
+(which then follow the guards), are found per class and written by forms.py, possibly
+against `count(F)`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from algorithm.threshold.flat import (
     HI, Flat, NotFlat, StaticIndex, accesses as _accesses, body_against_constant, distance, flat_shape, indices,
     static_conflict,
 )
+from algorithm.threshold.guards import GuardedBody
 
 
 @attrs.frozen
@@ -67,11 +71,13 @@ class Planner:
             self.trip = Max(self.trip, Const(0))
         self.index_cache: dict = {}
         self._distances: dict = {}
-        self.groups: dict = {}  # buffer -> (buffer, engine, indices, writes) -> body positions
-        for n, op in enumerate(flat.body):
+        self.groups: dict = {}  # buffer -> (buffer, engine, indices, writes, guard) -> body positions
+        guards = flat.guards or (None,) * len(flat.body)
+        for n, (op, guard) in enumerate(zip(flat.body, guards)):
             for accesses, writes in ((op.reads, False), (op.writes, True)):
                 for a in accesses:
-                    group = self.groups.setdefault(a.buffer, {}).setdefault((a.buffer, op.engine, a.indices, writes), [])
+                    key = (a.buffer, op.engine, a.indices, writes, guard)
+                    group = self.groups.setdefault(a.buffer, {}).setdefault(key, [])
                     if not group or group[-1] != n:
                         group.append(n)
         self.body_accessors: dict = {}  # (buffer, writes) -> body ops
@@ -84,6 +90,7 @@ class Planner:
         self.distance = 1  # the farthest distance of a dependence in the body, and every period
         self.statics = {"prefix": StaticIndex(self, flat.prefix), "suffix": StaticIndex(self, flat.suffix)}
         self.check_parameter_buffers()
+        self.guarded = GuardedBody(self) if flat.guards else None
 
     def check_parameter_buffers(self) -> None:
         """A buffer written anywhere and accessed at a parameter-dependent index must be
@@ -116,10 +123,13 @@ class Planner:
         e, lo = x.engine, self.flat.lo
         return _lin(self.pre[e] + self.rank[x.name] + 1 - lo * self.per_iteration[e], (self.per_iteration[e], at))
 
-    def count_static(self, x) -> object:
+    def count_static(self, x, y=None) -> object:
+        """The count up to x, outside the loop (y: the consumer, for a guarded body)."""
         e = x.engine
         if self.segment[x.name] == "prefix":
             return Const(self.rank[x.name] + 1)
+        if self.guarded:
+            return self.guarded.after_body(y, e, None, suffix_op=x)
         return _lin(self.pre[e] + self.rank[x.name] + 1, (self.per_iteration[e], self.trip))
 
     def latest_static(self, ops, y, engine, before: int | None):
@@ -129,7 +139,7 @@ class Planner:
         index = self.statics["prefix" if ops is self.flat.prefix else "suffix"]
         if before is not None and self.conflicts is conflicting_pairs:
             n = index.latest(y, engine, before)
-            return None if n is None else self.count_static(ops[n])
+            return None if n is None else self.count_static(ops[n], y)
         for n in reversed(range(len(ops) if before is None else before)):
             x = ops[n]
             if x.engine != engine or not index.shares(x, y):
@@ -144,7 +154,7 @@ class Planner:
                     raise NotFlat("a dependence at some iterations only")
                 hit = hit or bool(residues)
             if hit:
-                return self.count_static(x)
+                return self.count_static(x, y)
         return None
 
     def distance_of(self, ix: list, iy: list, first: int):
@@ -154,7 +164,7 @@ class Planner:
             self.distance = max([self.distance, *(f.p for f in (*ix, *iy)), d or 0])
         return self._distances[key]
 
-    def _body_candidates(self, y, engine):
+    def body_candidates(self, y, engine):
         """(x, least distance allowed) for the body ops on `engine` that may hold the last
         conflicting instance: per buffer, index and kind of access, the latest before y
         and the latest after it (the others are earlier instances of the same distance).
@@ -162,7 +172,7 @@ class Planner:
         at = self.position[y.name]
         out = []
         for buffer, writes in {(a.buffer, False) for a in y.reads} | {(a.buffer, True) for a in y.writes}:
-            for (b, e, key, x_writes), positions in self.groups.get(buffer, {}).items():
+            for (b, e, key, x_writes, guard), positions in self.groups.get(buffer, {}).items():
                 if e != engine or not (writes or x_writes):
                     continue
                 if self.conflicts is not conflicting_pairs:
@@ -208,7 +218,7 @@ class Planner:
             case "prefix":
                 return self.latest_static(self.flat.prefix, y, engine, self.position[y.name])
             case "body":
-                return self._in_body(y, engine)
+                return self.guarded.in_body(y, engine) if self.guarded else self._in_body(y, engine)
             case "suffix":
                 return self._after_body(y, engine)
 
@@ -216,7 +226,7 @@ class Planner:
         flat = self.flat
         before = self.latest_static(flat.prefix, y, engine, None)
         best = None  # (d, -position, x)
-        for x, first in self._body_candidates(y, engine):
+        for x, first in self.body_candidates(y, engine):
             ds = []
             for ix, iy in self.pairs_of(x, y):
                 d = self.distance_of(ix, iy, first)
@@ -246,6 +256,8 @@ class Planner:
         if latest is not None:
             return latest
         before = self.latest_static(flat.prefix, y, engine, len(flat.prefix))
+        if self.guarded:
+            return self.guarded.after_body(y, engine, before)
         chosen = None  # (form, position, x)
         for x in flat.body:
             if x.engine != engine:

@@ -14,20 +14,37 @@ then the remaining waits and in-order execution enforce it, and the program stay
 The guarantees do not depend on which waits are dropped (they follow the requirements), so
 the waits of one op are decided from its own instances only.
 
-The window: the body's requirements and guarantees become, per component, either constant
-or growing by n_F per iteration once every source lies inside the loop (after the longest
-distance). A growing term feeding a constant one would overtake it within (its constant + 1)
-iterations, so a pattern that holds that long holds for ever; the ops after the loop
-follow the last iterations, periodically in the trip count. The run stops once both hold,
-and gives up (the general planner takes the program) past its instance budget.
+The window. Let L be the body's period (flat.Flat.period: the lcm of the guards' periods
+and of the index moduli; 1 without guards) and n_F the F-instances of one period of
+iterations (every iteration runs the same ops when L = 1; with guards, iteration i runs
+the ops whose guards hold at i mod L, so iterations i and i + L run the same ops).
+Compared with the same op a period earlier, each component of the body's requirements and
+guarantees becomes either constant or growing by n_F once every source lies inside the
+loop (after the longest distance): with guards the last conflicting instance of an
+instance at i lies a distance back that depends on i mod L only, so the count it names
+grows by n_F per period (without guards, by n_F per iteration: one distance for every i).
+A growing term feeding a constant one would overtake it within (its constant + 1)
+periods, so a pattern of such deltas that repeats period after period for
+L * (margin + 2 * distance) iterations holds for ever. The closed thresholds repeat in
+the same way: their moduli divide L and their comparisons with constants are decided
+within the distance (forms.py), so one that equals R at every instance of the window
+equals it at every later one. The ops after the loop follow the last iterations,
+periodically in the trip count (with period L); for an upper bound below lo the loop
+runs zero times and every op after it sees one state: bounds down to 3 L below lo (or to
+the least bound) are checked, and below them the closed forms over the bound are
+constant, or non-decreasing and at most 0 (closed.py), or, with guards, affine on each
+class mod L (forms.py, which checks two points of each class there), so they hold too.
+The run stops once the pattern holds, and gives up (the general planner takes the
+program) past its instance budget.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import ChainMap
+from collections import ChainMap, deque
 
 from semantics.compiled import compile_expr
+from semantics.ir import Count, count_key, walk_expr
 from algorithm.threshold.flat import HI, Flat, NotFlat, indices
 
 PRED = -1  # the in-order predecessor as a source
@@ -48,8 +65,12 @@ class Run:
         self.last_access: dict = {}
         self.covers: dict = {}  # (op, F) -> set of frozensets of sources that reach R[F]
         self.waits: dict = {}  # op -> [(F index, compiled threshold, engine name)]
+        self.registers = set()  # ops with a threshold that reads `count(F)`
         for (name, engine), t in thresholds.items():
             self.waits.setdefault(name, []).append((self.engines[engine], compile_expr(t), engine))
+            if any(isinstance(n, Count) for n in walk_expr(t)):
+                self.registers.add(name)
+        self.count_keys = [count_key(e) for e in program.engines]
         self.accesses = {}
         for ops, var in ((flat.prefix, None), (flat.body, flat.var), (flat.suffix, None)):
             for op in ops:
@@ -92,11 +113,12 @@ class Run:
                 sources[f] = h
         H = tuple(max((h[f] for h in sources.values()), default=0) for f in range(E))
         planned = {f: (t, name) for f, t, name in self.waits.get(op.name, ())}
+        counts = dict(zip(self.count_keys, self.count)) if op.name in self.registers else None
         for f in range(E):
             if f == me:
                 continue
             if f in planned:
-                value = planned[f][0](env)
+                value = planned[f][0](env, counts)
                 if (value != R[f]) if R[f] else (value > 0):
                     raise Disagreement(f"{op.name} waits {planned[f][1]} >= {value} at {env}, needs {R[f]}")
             elif R[f]:
@@ -173,26 +195,31 @@ def _covered(covers, allowed: set) -> bool:
 def _loop(run: Run, program, flat: Flat, distance: int, max_instances: int) -> None:
     """`distance`: the farthest an iteration's sources lie back (at least one period of
     every index, and one iteration)."""
-    n = [sum(op.engine == e for op in flat.body) for e in program.engines]
+    lag = flat.period
+    guards = flat.guards or (None,) * len(flat.body)
+    runs = lambda g, i: g is None or g.holds(i)
+    n = [sum(op.engine == e and runs(g, i) for op, g in zip(flat.body, guards) for i in range(lag))
+         for e in program.engines]  # instances per period
     margin = distance + len(flat.prefix) + 3
     below = flat.hi_min is None or flat.hi_min < flat.lo  # an upper bound below lo is possible
-    hi_of = lambda t: [flat.lo + t] if t or not below else [flat.lo, flat.lo - 1]
+    least = flat.lo - 3 * lag if flat.hi_min is None else max(flat.hi_min, flat.lo - 3 * lag)
+    hi_of = lambda t: [flat.lo + t] if t or not below else list(range(flat.lo, least - 1, -1))
     if flat.t_min == 0:
         run.suffix(0, hi_of(0))
-    previous, pattern, steady, k = None, None, 0, 0
+    history, deltas, steady, k = deque(maxlen=lag), deque(maxlen=lag), 0, 0
     budget = max_instances // max(1, len(flat.body) + len(flat.suffix))
     while True:
         i = flat.lo + k
-        now = [run.issue(op, i, {flat.var: i}) for op in flat.body]
+        now = [run.issue(op, i, {flat.var: i}) for op, g in zip(flat.body, guards) if runs(g, i)]
         k += 1
         if k >= flat.t_min:
             run.suffix(k, hi_of(k))
-        if previous is not None:
-            delta = _deltas(previous, now, n)
-            steady = steady + 1 if delta is not None and delta == pattern else 0
-            pattern = delta
-        previous = now
-        if k > distance and steady >= margin + 2 * distance:
+        if len(history) == lag:  # compared with the same point of the previous period
+            delta = _deltas(history[0], now, n)
+            steady = steady + 1 if delta is not None and len(deltas) == lag and delta == deltas[0] else 0
+            deltas.append(delta)
+        history.append(now)
+        if k > distance and steady >= lag * (margin + 2 * distance):
             return
         if k > budget:
             raise NotFlat("the run did not settle within its budget")

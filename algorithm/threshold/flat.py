@@ -1,18 +1,22 @@
 """Flat programs: the class the closed-form planner (closed.py) plans by arithmetic.
 
 A program is *flat* when its top level is ops around at most one `for` loop whose body
-holds only ops; the loop's lower bound is a constant and its upper bound an expression of
-parameters; outside the loop every index is affine in the parameters (a constant when it
-has no parameter) or a constant range, and inside it a point index is built from the loop
-index, constants, `+`, `-`, `*` by a constant and `%` by a positive constant (a range index
-has constant bounds). Such an index satisfies f(i + P) = f(i) + a * P for P the lcm of its
-moduli: it is linear plus P-periodic. Two accesses at indices with equal parameter terms
-are equal or disjoint for every parameter value; a written buffer accessed at other
-parameter-dependent indices aliases for some values only, and is left to the later
-stages. Barriers, DMA queues, peer clauses and replicas take the general planner (plan.py).
+holds ops and `if` statements of ops (nested or with `else`) with conditions periodic in
+the loop index (guards.py); the loop's lower bound is a constant and its upper bound an
+expression of parameters; outside the loop every index is affine in the parameters (a
+constant when it has no parameter) or a constant range, and inside it a point index is
+built from the loop index, constants, `+`, `-`, `*` by a constant and `%` by a positive
+constant (a range index has constant bounds). Such an index satisfies f(i + P) = f(i) +
+a * P for P the lcm of its moduli: it is linear plus P-periodic. Two accesses at indices
+with equal parameter terms are equal or disjoint for every parameter value; a written
+buffer accessed at other parameter-dependent indices aliases for some values only, and is
+left to the later stages. Barriers outside the loop and at the top of its body are
+dropped (as every threshold output drops them); a barrier under an `if`, DMA queues, peer
+clauses and replicas take the general planner (plan.py).
 
 The rule of plan.py (wait until the producer engine F has completed the instances up to
-the last conflicting one) then reduces to arithmetic, per consumer y and engine F:
+the last conflicting one) then reduces to arithmetic, per consumer y and engine F. In a
+body without guards:
 - y in the body at iteration i, producer x in the body: with equal linear parts, x at
   i - d conflicts with y for every i, for none, or for some (then the program is not flat:
   the general planner takes it). The last conflicting x-instance is at the least such d
@@ -24,9 +28,10 @@ the last conflicting one) then reduces to arithmetic, per consumer y and engine 
   the latest i' < hi of the one residue class mod P that conflicts, when i' >= lo.
 - ops outside the loop conflict or not, statically.
 Counts are positions: the F-ops before the loop, n_F per iteration, the F-ops of the
-segment before x, plus one.
+segment before x, plus one. A body with guards takes the same rule per residue of i
+modulo the body's period (guards.py), its thresholds written by forms.py.
 
-Nothing here is taken on trust. `simulate.py` runs the program concretely over a window of
+Nothing here is taken on trust. concrete.py runs the program concretely over a window of
 trip counts, computes every instance's minimal threshold from the dependence definition
 (the last conflicting instance per engine and buffer element), checks each closed form
 against it, and decides which waits are redundant; the window runs until the run is
@@ -67,6 +72,8 @@ class Flat:
     hi: object  # IR over parameters
     t_min: int  # the fewest iterations any valid parameter valuation gives
     hi_min: int | None  # the least upper bound any valid valuation gives (None: unknown)
+    guards: tuple = ()  # per body op, its guard (guards.Guard) or None; () when no op has one
+    period: int = 1  # with guards, the lcm of their periods and the body's index moduli; else 1
 
 
 def flat_shape(program: Program) -> Flat:
@@ -84,14 +91,11 @@ def flat_shape(program: Program) -> Flat:
                 loop = stmt
             case _:
                 raise NotFlat("more than one loop, or an if")
-    body = []
+    body, guards = [], ()
     if loop is not None:
-        for stmt in loop.body:
-            if isinstance(stmt, Barrier):
-                continue
-            if not isinstance(stmt, Op):
-                raise NotFlat("a nested statement")
-            body.append(stmt)
+        from algorithm.threshold.guards import body_period, loop_body
+
+        body, guards = loop_body(loop)
         lo = simplify(loop.lo)
         if not isinstance(lo, Const):
             raise NotFlat("a loop lower bound that is not a constant")
@@ -105,16 +109,17 @@ def flat_shape(program: Program) -> Flat:
                 raise NotFlat("peer clauses, queues or replicas")
             for access in (*op.reads, *op.writes):
                 for index in access.indices:
-                    _check_index(index, var, params if var is None else frozenset())
+                    check_index(index, var, params if var is None else frozenset())
     if loop is None:
         return Flat(tuple(prefix), (), (), None, 0, Const(0), 0, 0)
     hi_min = _least_bound(program, loop.hi)
     t_min = 0 if hi_min is None else max(0, hi_min - lo.value)
-    return Flat(tuple(prefix), tuple(body), tuple(suffix), loop.var, lo.value, loop.hi, t_min, hi_min)
+    return Flat(tuple(prefix), tuple(body), tuple(suffix), loop.var, lo.value, loop.hi, t_min, hi_min, guards,
+                body_period(body, guards))
 
 
 @functools.lru_cache(maxsize=4096)
-def _check_index(index, var: str | None, params: frozenset) -> None:
+def check_index(index, var: str | None, params: frozenset) -> None:
     if params and not isinstance(index, Range) and _affine_in(index, params) is not None:
         return
     if isinstance(index, Range):
@@ -251,7 +256,7 @@ def _pattern(ax: list, ay: list, shift: int, p: int) -> bool | None:
     return seen.pop() if len(seen) == 1 else None
 
 
-def _joint_period(ax: list, ay: list) -> int:
+def joint_period(ax: list, ay: list) -> int:
     out = 1
     for fx, fy in zip(ax, ay):
         if fx.range is None and fy.range is None:
@@ -266,7 +271,7 @@ def _joint_period(ax: list, ay: list) -> int:
 def distance(ax: list, ay: list, first: int) -> int | None:
     """The least d >= first such that x at i - d conflicts with y at i for every i; None
     when none does for any i. Both accesses are in the body."""
-    p = _joint_period(ax, ay)
+    p = joint_period(ax, ay)
     steps = p
     for fx, fy in zip(ax, ay):
         if fx.range is None and fx.a:  # |f_x(i - d) - f_y(i)| >= |a| d - bounds: no zero beyond
@@ -287,7 +292,7 @@ def static_conflict(ax: list, ay: list) -> bool:
 def body_against_constant(body_side: list, const_side: list, body_first: bool) -> tuple[int, set]:
     """The residues r mod P of the loop index at which the body access conflicts with an
     access outside the loop."""
-    p = _joint_period(body_side, const_side)
+    p = joint_period(body_side, const_side)
     for f in body_side:
         if f.range is None and f.a:
             raise NotFlat("a linear index against one outside the loop")
