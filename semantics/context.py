@@ -52,6 +52,7 @@ def sites(program: Program) -> dict[str, Site]:
                     pass
 
     visit(program.body, ())
+    del visit  # a recursive closure is a reference cycle: freed at once, not by the collector
     return found
 
 

@@ -196,7 +196,10 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
                         raise EvalError(f"{err.message} at {where()}", err.loc) from None
                     run(then if taken else else_)
 
-    run(program.body)
+    try:
+        run(program.body)
+    finally:
+        del run  # a recursive closure is a reference cycle: freed at once, not by the collector
     return Unrolled(program, valuation, tuple(instances), tuple(tuple(s) for s in streams), tuple(barriers))
 
 

@@ -29,8 +29,6 @@ a slice's wait is conservative or uncountable, or a threshold mentions a stand-i
 
 from __future__ import annotations
 
-import gc
-
 import attrs
 
 from semantics.context import sites
@@ -100,13 +98,10 @@ def plan_by_statement(program: Program, conflicts, options=None) -> Composed | N
     entries, dropped, planned = [], 0, {}
     for piece, key in slices:
         if key not in planned:
+            # The slice's Z3 context goes with its plan's last reference: the planner
+            # leaves no reference cycle holding Z3 terms (the cyclic collector does not run
+            # by itself while a strategy runs, semantics/collector.py).
             result = plan_slice(shapes.program(piece), conflicts, options)
-            # A slice's plan leaves reference cycles that hold its Z3 context (tens of
-            # MiB); the cyclic collector does not run by itself while a strategy runs
-            # (semantics/collector.py), so they are collected here, once per shape (the
-            # young generations only: the slice's objects are there, and a full pass
-            # over a long program's objects took longer than planning the slice).
-            gc.collect(1)
             if result is None:
                 return None
             planned[key] = result

@@ -46,6 +46,14 @@ class Context:
         # count_before_y's memo: (op, id(targets), facts key) -> count. Facts keys are Z3
         # term ids, valid within one Z3 context: cleared when the session renews it.
         self.before: dict = {}
+        self._kept: list = []
+
+    def keep(self, facts) -> None:
+        """Keep `facts` (and its solver) for as long as this context: Z3 gives a freed
+        term's id to the next term made, and the ids order its search, so freeing a
+        solver midway changes what later queries find (a tidy form of
+        tests/data/threshold_cases/if_else_varying.sync got longer)."""
+        self._kept.append(facts)
 
     def names(self, targets: list[Site]) -> frozenset:
         """The op names of a target list (one of `by_engine`'s lists), built once."""

@@ -293,7 +293,10 @@ def subst(node, env: dict):
         done[id(node)] = out  # `node` lives in the input tree for the whole call
         return out
 
-    return go(node)
+    try:
+        return go(node)
+    finally:
+        del go  # a recursive closure is a reference cycle: freed at once, not by the collector
 
 
 def _rebuilt(node, kind, children: tuple, before: tuple, op=None):

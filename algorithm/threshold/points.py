@@ -78,7 +78,10 @@ def instances(y: Site, env: dict[str, int], budget: list[int]):
         elif eval_cond(stmt.cond, env) == step.branch:
             yield from go(depth + 1, env, iters)
 
-    yield from go(0, env, {})
+    try:
+        yield from go(0, env, {})
+    finally:
+        del go  # a recursive closure is a reference cycle
 
 
 def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_node: dict | None = None) -> list[int] | None:

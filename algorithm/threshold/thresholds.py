@@ -156,7 +156,11 @@ def counted_form(ctx: "Context", y: Site, engine: str, targets: list[Site], fact
         alternative = simplify(BinOp("-", register, distance))
         return alternative if _cost(alternative)[1:] < _cost(node)[1:] else node
 
-    counted = rewrite(threshold)
+    try:
+        counted = rewrite(threshold)
+    finally:
+        del rewrite  # a recursive closure is a reference cycle: freed at once, not by the collector
+    ctx.keep(facts)
     return counted if counted != threshold else None
 
 
@@ -197,7 +201,11 @@ def _cost(node) -> tuple:
         return 0
 
     text = print_expr(node)
-    return (degree(node), sum(text.count(op) for op in ("+", "-", "*", "//", "%", "min", "max", "if")), len(text))
+    try:
+        depth = degree(node)
+    finally:
+        del degree  # a recursive closure is a reference cycle
+    return (depth, sum(text.count(op) for op in ("+", "-", "*", "//", "%", "min", "max", "if")), len(text))
 
 
 def closed_iters(ctx: "Context", y: Site, node):

@@ -71,3 +71,57 @@ def test_planning_by_statement_leaves_no_slice_context_alive():
         if enabled:
             gc.enable()
     assert after - before <= 1  # at most the gap counts' session, none per slice shape
+
+
+def _z3_objects_in_cycles(plan) -> list[str]:
+    """The Z3 objects that `plan()` leaves in reference cycles (freed only by the cyclic
+    collector, which is off while a strategy runs), by type name."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        plan()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        found = [type(o).__name__ for o in gc.garbage
+                 if isinstance(o, (z3.AstRef, z3.Context, z3.Solver, facts_mod.Facts, facts_mod.Session))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
+    return found
+
+
+def _plan(path):
+    from algorithm.registry import get_strategy
+    from syncproof import load
+
+    program = load(str(ROOT / path))
+    return lambda: get_strategy("threshold")(program)
+
+
+def test_planning_leaves_no_z3_term_in_a_reference_cycle():
+    """Recursive closures are reference cycles; one that holds facts (Z3 terms) kept a
+    solver context alive until the collector ran, and the planner paid a collection per
+    slice shape to free them. Now every Z3 object goes when its last reference does."""
+    for path in ("kernels/suite/matmul_dynamic_k.sync", "kernels/triangular_attention.sync",
+                 "kernels/suite/transpose_parity_evac.sync"):
+        assert _z3_objects_in_cycles(_plan(path)) == [], path
+
+
+def test_teeth_a_closure_cycle_holding_the_facts_is_caught(monkeypatch):
+    from algorithm.threshold import plan
+
+    real = plan.counted_form
+    called = []
+
+    def cyclic(ctx, y, engine, targets, facts, threshold):
+        def again():
+            return again, facts  # a recursive closure over the facts: a reference cycle
+        called.append(1)
+        return real(ctx, y, engine, targets, facts, threshold)
+
+    monkeypatch.setattr(plan, "counted_form", cyclic)
+    found = _z3_objects_in_cycles(_plan("kernels/suite/matmul_dynamic_k.sync"))
+    assert called and found
