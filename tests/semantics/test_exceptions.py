@@ -42,7 +42,7 @@ def test_the_walk_sees_the_exceptions_it_must():
     found = _exception_classes()
     # teeth: a walk that missed subpackages or imported nothing would pass vacuously
     for name in ("semantics.errors.SyncproofError", "semantics.sequential.UnrollLimit",
-                 "verify.engines.deadline.DeadlineReached", "verify.proof.pool.WorkerLost",
+                 "verify.engines.deadline.DeadlineReached", "verify.proof.jobs.WorkerLost",
                  "algorithm.tokens.OutOfQueues", "algorithm.flags.OutOfIds"):
         assert name in found, name
 
@@ -68,7 +68,7 @@ def test_limits_are_not_unsupported():
     two families must stay apart."""
     from algorithm.flags import OutOfIds
     from algorithm.tokens import OutOfQueues
-    from verify.proof.pool import WorkerLost
+    from verify.proof.jobs import WorkerLost
 
     for cls in (UnrollLimit, DeadlineReached, WorkerLost, OutOfQueues, OutOfIds):
         assert issubclass(cls, LimitReached) and not issubclass(cls, Unsupported), cls

@@ -34,8 +34,7 @@ if TYPE_CHECKING:  # the proof loads z3 and sympy: imported only where it runs
 # budget, verify/proof/options.py DEFAULT_PROOF_RLIMIT, decides what is proved).
 DEFAULT_PROOF_TIMEOUT = None
 # Worker processes of the proof (verify/proof/jobs.py). A fixed default, not the machine's
-# core count, so that `verify` asks the same of any machine (the proof's answers are the
-# same for any number of workers).
+# core count: the proof's answers are deterministic for a given number of workers.
 DEFAULT_PROOF_JOBS = 2
 DEFAULT_MAX_PARAM = 3  # parameters not given are checked from their lower bound up to this
 

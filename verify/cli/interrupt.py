@@ -143,7 +143,7 @@ def descendants() -> list:
 
 def end_descendants() -> None:
     """SIGSTOP every descendant until no new one appears (a stopped process forks no
-    other), then SIGKILL them all."""
+    other), then SIGKILL them all and wait (at most 2 s) until they have exited."""
     import psutil
 
     seen: dict[int, object] = {}
@@ -162,3 +162,9 @@ def end_descendants() -> None:
             process.kill()
         except psutil.Error:
             pass
+    # Gone before the command is: a killed process still takes a moment to exit (on a
+    # loaded machine, longer), and a caller that looks at once must find none left.
+    try:
+        psutil.wait_procs(list(seen.values()), timeout=2.0)
+    except psutil.Error:
+        pass

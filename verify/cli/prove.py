@@ -25,8 +25,8 @@ def add_arguments(p) -> None:
                    help="wall-clock cap of the all-values proof, > 0 (default: none); reaching it gives 'not "
                         "proved', naming the cap: unlike --proof-rlimit, what it cuts off depends on the load")
     p.add_argument("--proof-jobs", type=proof_jobs, default=DEFAULT_PROOF_JOBS, metavar="N",
-                   help="processes that take the all-values proof's obligations from a queue, 1..64 (default "
-                        "%(default)s; each obligation is asked alone, so every N gives the same answers)")
+                   help="processes the all-values proof's obligations are shared among, 1..64 (default "
+                        "%(default)s; the same N gives the same answers on any machine)")
     p.add_argument("--verbose", action="store_true",
                    help="print one line per proof obligation on stderr (default: a progress line now and then)")
 

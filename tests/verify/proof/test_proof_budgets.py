@@ -1,4 +1,4 @@
-"""How the all-values proof spends its Z3 budget (verify/proof/jobs.py `in_two_rounds`,
+"""How the all-values proof spends its Z3 budget (verify/proof/prove.py `in_two_rounds`,
 verify/proof/obligations.py `Prover.query`) and how it builds count terms
 (verify/proof/counts.py `to_z3`): none of it may change what is proved, only when.
 
@@ -20,8 +20,6 @@ from semantics.symbolic import instance_env, param_env
 from verify.proof import counts as counts_module
 from verify.proof.counts import Counter, to_z3
 from verify.proof.obligations import Obligation, Prover
-from verify.proof.jobs import Task
-from verify.proof.options import Budget
 from verify.proof.prove import PROVED, SECOND_ROUND, UNKNOWN, ProofOptions, in_two_rounds, prove
 from verify.verdicts import ObligationKind
 
@@ -30,70 +28,44 @@ from tests.support.corpus import ROOT
 KERNELS = ROOT / "kernels"
 
 
-def _tasks(*names):
-    return [Task(ObligationKind.SOUND, name) for name in names]
+class _Prover:
+    """Just what `in_two_rounds` reads of a prover."""
 
-
-def _asker(needs: dict, asked: list, units: int = 1):
-    """An `ask` for in_two_rounds: task n is proved when the round's budget per query is at
-    least needs[n] (never when None), spending `units` each; what it asked, in `asked`."""
-    def ask(indices, rlimit, left, over):
-        answers = {}
-        for n in indices:
-            asked.append((n, rlimit))
-            status = PROVED if needs[n] is not None and rlimit >= needs[n] else UNKNOWN
-            answers[n] = Obligation(ObligationKind.SOUND, str(n), status=status, units=units)
-            if over(answers) is not None:
-                break
-        return answers
-    return ask
+    def __init__(self, options):
+        self.options = options
+        self.rlimit = options.query_rlimit
 
 
 def test_an_obligation_proved_in_the_first_round_is_not_asked_again_and_the_rest_get_the_full_budget():
     lines = []
-    options = ProofOptions(first_query_rlimit=10, query_rlimit=100, progress=lines.append, rlimit=None)
+    prover = _Prover(ProofOptions(first_query_rlimit=10, query_rlimit=100, progress=lines.append))
     asked = []
-    result = in_two_rounds(_asker({0: 10, 1: 100, 2: None}, asked), _tasks("cheap", "dear", "never"), options)
+
+    def task(name, needs):
+        def run():
+            asked.append((name, prover.rlimit))
+            status = PROVED if needs is not None and prover.rlimit >= needs else UNKNOWN
+            return Obligation(ObligationKind.SOUND, name, status=status)
+        return run
+
+    result = in_two_rounds(prover, [task("cheap", 10), task("dear", 100), task("never", None)])
     assert [o.status for o in result] == [PROVED, PROVED, UNKNOWN]
-    assert asked == [(0, 10), (1, 10), (2, 10), (1, 100), (2, 100)]
-    assert [o.units for o in result] == [1, 2, 2]  # both rounds' units
+    assert asked == [("cheap", 10), ("dear", 10), ("never", 10), ("dear", 100), ("never", 100)]
+    assert prover.rlimit == 100  # later queries (the 32-bit range) get the full budget
     assert lines == ["prove: second round: 1 of 3 obligations proved with 10 Z3 units per query; "
                      "the other 2 again with 100"]
 
 
 def test_one_round_when_the_first_budget_is_the_full_one():
+    prover = _Prover(ProofOptions(first_query_rlimit=100, query_rlimit=100))
     asked = []
-    options = ProofOptions(first_query_rlimit=100, query_rlimit=100)
-    assert [o.status for o in in_two_rounds(_asker({0: None}, asked), _tasks("x"), options)] == [UNKNOWN]
-    assert asked == [(0, 100)]
 
+    def run():
+        asked.append(prover.rlimit)
+        return Obligation(ObligationKind.SOUND, "x", status=UNKNOWN)
 
-def test_the_proofs_budget_is_spent_in_task_order_and_what_comes_after_is_unknown_naming_it():
-    """Five obligations of 10 units each against a budget of 25: the first two fit, the
-    third takes the total past it (unknown, naming the budget), the rest are not asked;
-    no second round is asked once the budget ran out."""
-    asked = []
-    options = ProofOptions(first_query_rlimit=10, query_rlimit=100, rlimit=25)
-    result = in_two_rounds(_asker({n: 10 for n in range(5)}, asked, units=10), _tasks(*"abcde"), options)
-    assert [o.status for o in result] == [PROVED, PROVED, UNKNOWN, UNKNOWN, UNKNOWN]
-    assert [o.budget for o in result] == [None, None, Budget.PROOF_RLIMIT, Budget.PROOF_RLIMIT, Budget.PROOF_RLIMIT]
-    assert all("(--proof-rlimit) ran out" in o.reason for o in result[2:])
-    assert asked == [(0, 10), (1, 10), (2, 10)]
-    assert [o.units for o in result] == [10, 10, 10, 0, 0]
-
-
-def test_the_second_round_gets_what_the_first_left_of_the_budget():
-    seen = []
-
-    def ask(indices, rlimit, left, over):
-        seen.append((tuple(indices), left))
-        return {n: Obligation(ObligationKind.SOUND, str(n), status=PROVED if rlimit == 100 else UNKNOWN, units=7)
-                for n in indices}
-
-    options = ProofOptions(first_query_rlimit=10, query_rlimit=100, rlimit=1000)
-    result = in_two_rounds(ask, _tasks("a", "b"), options)
-    assert [o.status for o in result] == [PROVED, PROVED]
-    assert seen == [((0, 1), 1000), ((0, 1), 986)]
+    assert [o.status for o in in_two_rounds(prover, [run])] == [UNKNOWN]
+    assert asked == [100]
 
 
 @pytest.mark.parametrize("name", ["masked_wait", "if_else_split", "triangular_attention"])
@@ -124,10 +96,10 @@ def test_what_a_starved_first_round_leaves_is_proved_in_the_second(monkeypatch):
     options = syncproof.VerifyOptions(verbose=True, progress=lines.append, proof_jobs=2)
     report = syncproof.verify(syncproof.load(KERNELS / "masked_wait.sync"), options)
     assert report.holds is True and report.proof.status == PROVED and report.scope == syncproof.Scope.ALL
-    # The proof runs on two workers (proof_jobs 2, the default), which take the
-    # obligations from one queue: the round is announced once, for the whole proof.
+    # The proof runs on two workers (proof_jobs 2, the default): each announces its own round.
     progress = "\n".join(lines)
-    assert progress.count(SECOND_ROUND) == 1
+    assert progress.count(SECOND_ROUND) == 2
+    assert f"{SECOND_ROUND}worker 1 of 2: " in progress and f"{SECOND_ROUND}worker 2 of 2: " in progress
 
 
 def _hard_query(prover):

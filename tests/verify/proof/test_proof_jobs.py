@@ -59,8 +59,8 @@ def test_more_workers_than_obligations_and_the_soundness_property():
 
 
 def test_workers_answer_the_same_in_every_run():
-    """Each obligation in a Prover of its own, whichever worker takes it: the same answers
-    each run, each query's (from the progress lines) as well as each obligation's."""
+    """Fixed shares, one Prover per worker: the same answers each run, each query's (from
+    the progress lines) as well as each obligation's."""
     program = _program("triangular_attention")
     runs = []
     for _ in range(2):
@@ -71,37 +71,6 @@ def test_workers_answer_the_same_in_every_run():
     # The progress lines carry each query's answer; only their interleaving may differ.
     strip = [[line.rsplit(" (", 1)[0] for line in r[1]] for r in runs]
     assert strip[0] == strip[1] and strip[0]
-
-
-def _spending(program, jobs: int) -> list:
-    proof = prove(program, ProofOptions(jobs=jobs, start_method="fork"))
-    return [(o.describe(), o.status, o.units) for o in proof.obligations]
-
-
-def test_the_answers_and_their_units_do_not_depend_on_the_number_of_workers():
-    """Each obligation is asked in a fresh Z3 context: its answer and the Z3 units it
-    spends are the same in this process and on any number of workers."""
-    program = _program("triangular_attention")
-    one = _spending(program, 1)
-    assert _spending(program, 2) == one and _spending(program, 3) == one
-
-
-def test_teeth_obligations_sharing_a_prover_are_caught(monkeypatch):
-    """The property above catches obligations asked one after another of one Prover per
-    process (one Z3 context, whose history changes the effort): the units differ."""
-    made: dict = {}
-    real = jobs_module.Prover
-
-    def shared(program, options, deadline=None, dump_prefix="prove"):
-        key = (os.getpid(), id(program))
-        if key not in made:
-            made[key] = real(program, options, deadline, dump_prefix)
-        made[key].options = options
-        return made[key]
-
-    monkeypatch.setattr(jobs_module, "Prover", shared)
-    program = _program("triangular_attention")
-    assert _spending(program, 2) != _spending(program, 1)
 
 
 def test_progress_lines_of_every_worker_reach_the_caller():

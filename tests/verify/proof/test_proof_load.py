@@ -18,6 +18,7 @@ import pytest
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
 from verify.cli.main import main
+from verify.proof.jobs import share_rlimit
 from verify.proof.options import DEFAULT_PROOF_RLIMIT, Budget, ProofOptions
 from verify.proof.prove import prove
 from verify.verdicts import ProofStatus
@@ -91,22 +92,12 @@ def test_a_budget_above_what_the_proof_spends_proves_it_and_the_spending_is_dete
     assert first.units < DEFAULT_PROOF_RLIMIT // 1000  # the default leaves a wide margin
 
 
-def test_a_budget_that_ends_midway_ends_it_at_the_same_obligation_on_any_number_of_workers():
-    """The budget is spent in task order, and each obligation is asked in a Z3 context of
-    its own: the same obligations are proved, and the same one is the first the budget
-    ends, in this process and on two or three workers taking them from a queue."""
-    program = _synced(SMALL)
-    full = prove(program, ProofOptions(jobs=1))
-    units = [o.units for o in full.obligations]
-    budget = sum(units[:5]) + 1  # the first five fit; the sixth takes the total past it
-    answers = []
-    for jobs in (1, 2, 3):
-        proof = prove(program, ProofOptions(jobs=jobs, rlimit=budget, start_method="fork"))
-        answers.append([(o.describe(), o.status, o.budget, o.units) for o in proof.obligations])
-        assert proof.status == ProofStatus.UNKNOWN and proof.budget == Budget.PROOF_RLIMIT
-    assert answers[0] == answers[1] == answers[2]
-    assert [a[1] for a in answers[0][:5]] == [o.status for o in full.obligations[:5]]
-    assert [a[2] for a in answers[0][5:]] == [Budget.PROOF_RLIMIT] * (len(units) - 5)
+def test_worker_parts_of_the_budget_follow_their_shares_and_never_exceed_it():
+    for total, sizes in [(1000, [4, 4, 3]), (10, [1, 1, 1]), (7, [5, 2])]:
+        parts = [share_rlimit(total, n, sum(sizes)) for n in sizes]
+        assert sum(parts) <= total
+        assert all(abs(p - total * n / sum(sizes)) < 1 for p, n in zip(parts, sizes))
+    assert share_rlimit(None, 3, 9) is None
 
 
 def test_the_json_names_the_budgets_it_ran_with():
