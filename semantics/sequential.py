@@ -10,6 +10,8 @@ T_min(y, F) = 1 + local index of the last F-instance y depends on (0: none).
 
 from __future__ import annotations
 
+import functools
+
 import itertools
 from typing import Callable, Mapping
 
@@ -203,9 +205,11 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
     return Unrolled(program, valuation, tuple(instances), tuple(tuple(s) for s in streams), tuple(barriers))
 
 
+@functools.lru_cache(maxsize=64)
 def counted_engines(program: Program) -> tuple[str, ...]:
     """The engines F (compute engines or DMA queues) whose `count(F)` some wait threshold
-    reads, in `program.engines` order."""
+    reads, in `program.engines` order (once per program: every valuation's unrolling
+    asks)."""
     named = {node.engine for stmt in walk_stmts(program.body) if isinstance(stmt, Op)
              for wait in stmt.waits for node in walk_expr(wait.threshold) if isinstance(node, Count)}
     return tuple(e for e in program.engines if e in named)
