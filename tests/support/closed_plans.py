@@ -8,7 +8,7 @@ import attrs
 
 from algorithm.threshold import closed as closed_mod
 from algorithm.threshold.concrete import check_and_reduce
-from algorithm.threshold.flat import HI, flat_shape
+from algorithm.threshold.flat import HI, NotFlat, flat_shape
 from algorithm.threshold.plan import PlanEntry, apply_plan
 from semantics.simplify import simplify
 from verify.search.generators import param_bounds
@@ -20,6 +20,15 @@ from tests.support.exactness import exactness_problems
 @attrs.frozen
 class ClosedPlan:
     entries: tuple
+
+
+def in_the_class(program) -> bool:
+    """Whether the closed stage's arithmetic takes `program` (no NotFlat while planning)."""
+    try:
+        closed_mod.plan_closed(program)
+    except NotFlat:
+        return False
+    return True
 
 
 def planned(program, planner=closed_mod.Planner, reduce: bool = True):
