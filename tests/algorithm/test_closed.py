@@ -19,7 +19,7 @@ from verify.search.generators import param_bounds
 
 from tests.support import oracle
 from tests.support.corpus import ROOT
-from tests.support.closed_plans import in_the_class, planned, problems
+from tests.support.closed_plans import in_the_class, raw_thresholds, planned, problems
 
 FLAT = ["kernels/pipeline_db.sync", "kernels/masked_wait.sync", "kernels/zero_trip_acc.sync",
         "kernels/suite/pingpong_two_chains_shared.sync", "kernels/six_engine_block.sync", "kernels/suite/paged_decode_attention.sync",
@@ -115,12 +115,9 @@ def test_broken_closed_planners_are_caught(broken):
     caught = [path for path in FLAT if problems(parse_file(str(ROOT / path)), broken, reduce=False)]
     assert caught, f"{broken.__name__} passed every check"
     program = parse_file(str(ROOT / caught[0]))
-    flat = flat_shape(program)
-    p = broken(program, flat, closed_mod.conflicting_pairs)
-    thresholds = {(y.name, e): t for y in (*flat.prefix, *flat.body, *flat.suffix) for e in program.engines
-                  if e != y.engine and (t := p.threshold(y, e)) is not None}
+    flat, thresholds, distance = raw_thresholds(program, broken)
     with pytest.raises(Disagreement):
-        check_and_reduce(program, flat, thresholds, p.distance)
+        check_and_reduce(program, flat, thresholds, distance)
 
 
 def test_broken_irredundancy_is_caught():

@@ -18,7 +18,7 @@ from algorithm.threshold.guards import GuardedBody, guard_of
 from semantics.ir import Count, For, IfExpr, Op, walk_expr, walk_stmts
 from semantics.parser import parse, parse_file
 
-from tests.support.closed_plans import in_the_class, problems
+from tests.support.closed_plans import in_the_class, raw_thresholds, problems
 from tests.support.corpus import ROOT
 
 GUARDED = ["kernels/suite/transpose_parity_evac.sync", "tests/data/threshold_cases/guarded_masking.sync",
@@ -209,12 +209,9 @@ def test_broken_guarded_counts_are_caught(guarded):
     caught = [path for path in GUARDED + ["shared_engine"] if problems(_guarded(path), broken, hi=9, reduce=False)]
     assert caught, f"{guarded.__name__} passed every check"
     program = _guarded(caught[0])
-    flat = flat_shape(program)
-    p = broken(program, flat, closed_mod.conflicting_pairs)
-    thresholds = {(y.name, e): t for y in (*flat.prefix, *flat.body, *flat.suffix) for e in program.engines
-                  if e != y.engine and (t := p.threshold(y, e)) is not None}
+    flat, thresholds, distance = raw_thresholds(program, broken)
     with pytest.raises(Disagreement):
-        check_and_reduce(program, flat, thresholds, p.distance)
+        check_and_reduce(program, flat, thresholds, distance)
 
 
 def test_thresholds_may_read_the_engine_count_register():

@@ -31,6 +31,16 @@ def in_the_class(program) -> bool:
     return True
 
 
+def raw_thresholds(program, planner=closed_mod.Planner):
+    """(flat shape, every threshold `planner` gives, its distance), before any check: what a
+    broken planner would hand to the concrete check."""
+    flat = flat_shape(program)
+    p = planner(program, flat, closed_mod.conflicting_pairs)
+    thresholds = {(y.name, e): t for y in (*flat.prefix, *flat.body, *flat.suffix) for e in program.engines
+                  if e != y.engine and (t := p.threshold(y, e)) is not None}
+    return flat, thresholds, p.distance
+
+
 def planned(program, planner=closed_mod.Planner, reduce: bool = True):
     """The closed plan's entries (all of them, or the irredundant ones)."""
     flat = flat_shape(program)
