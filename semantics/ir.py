@@ -235,8 +235,22 @@ class Op:
 
 
 @attrs.frozen(cache_hash=True)
+class Register:
+    """`NAME = init [step STEP]` in a loop header (`for v in lo..hi with ... {`): a
+    register every engine that reads it keeps, set to `init` when the loop is entered and
+    advanced by `step` at each back-edge, so in iteration v it holds
+    `init + step * (v - lo)` (docs/language.md, "Loop registers"). Read only in wait
+    thresholds (and other registers' headers) inside the loop."""
+
+    name: str
+    init: Expr
+    step: Expr | None = None
+    loc: Loc | None = _loc()
+
+
+@attrs.frozen(cache_hash=True)
 class For:
-    """`for var in lo..hi { body }`, half-open."""
+    """`for var in lo..hi { body }`, half-open; `registers`: its header's `with` clause."""
 
     var: str
     lo: Expr
@@ -244,6 +258,7 @@ class For:
     body: tuple[Stmt, ...]
     loc: Loc | None = _loc()
     var_loc: Loc | None = _loc()
+    registers: tuple[Register, ...] = attrs.field(default=(), kw_only=True)
 
 
 @attrs.frozen(cache_hash=True)

@@ -154,8 +154,8 @@ def _build(items: list, end: Loc) -> Program:
 def _close_frame(frame) -> For | If:
     kind, loc, payload, then, else_ = frame
     if kind == "for":
-        var, var_loc, lo, hi = payload
-        return For(var, lo, hi, tuple(then), loc=loc, var_loc=var_loc)
+        var, var_loc, lo, hi, registers = payload
+        return For(var, lo, hi, tuple(then), loc=loc, var_loc=var_loc, registers=registers)
     return If(payload, tuple(then), tuple(else_ or ()), loc=loc)
 
 

@@ -130,6 +130,14 @@ def print_op(op: Op) -> str:
     return " ".join(parts)
 
 
+def print_registers(registers) -> str:
+    """A loop header's `with` clause (empty without registers)."""
+    if not registers:
+        return ""
+    return " with " + ", ".join(f"{r.name} = {print_expr(r.init)}" + (f" step {print_expr(r.step)}" if r.step is not None else "")
+                                for r in registers)
+
+
 def print_param(param: Param) -> str:
     lower = f" >= {param.lower}" if param.lower else ""
     default = f" = {param.default}" if param.default is not None else ""
@@ -144,8 +152,8 @@ def _print_body(body, indent: int, out: list[str]) -> None:
                 out.append(pad + print_op(stmt))
             case Barrier():
                 out.append(pad + "barrier")
-            case For(var=var, lo=lo, hi=hi, body=inner):
-                out.append(f"{pad}for {var} in {print_expr(lo)}..{print_expr(hi)} {{")
+            case For(var=var, lo=lo, hi=hi, body=inner, registers=registers):
+                out.append(f"{pad}for {var} in {print_expr(lo)}..{print_expr(hi)}{print_registers(registers)} {{")
                 _print_body(inner, indent + 1, out)
                 out.append(pad + "}")
             case If(cond=cond, then=then, else_=else_):

@@ -33,6 +33,7 @@ from semantics.ir import (
     Param,
     Queue,
     Range,
+    Register,
     Sync,
     Var,
     Wait,
@@ -326,10 +327,21 @@ class ToIR(Transformer):
         op = Op(str(engine), str(name), loc=_tok_loc(engine), name_loc=_tok_loc(name), **fields)
         return ("op", start, (op, _tok_loc(name)))
 
+    def loop_register(self, raw):
+        _, children = _parts(raw)
+        name, init, *step = children
+        return Register(str(name), _expect_expr(init, "a register's initial value"),
+                        _expect_expr(step[0], "a register's step") if step else None, loc=_tok_loc(name))
+
+    def loop_registers(self, raw):
+        _, children = _parts(raw)
+        return ("registers", tuple(children))
+
     def for_open(self, raw):
         start, children = _parts(raw)
-        var, lo, hi = children
-        return ("for", start, (str(var), _tok_loc(var), _expect_expr(lo, "an integer bound"), _expect_expr(hi, "an integer bound")))
+        var, lo, hi, *registers = children
+        return ("for", start, (str(var), _tok_loc(var), _expect_expr(lo, "an integer bound"),
+                               _expect_expr(hi, "an integer bound"), registers[0][1] if registers else ()))
 
     def if_open(self, raw):
         start, children = _parts(raw)

@@ -47,7 +47,8 @@ def validate(program: Program, engine_locs: dict[str, Loc] | None = None) -> Non
     _check_one_trigger_engine(program)
     loop_vars: dict[str, Loc | None] = {}
     _collect_loops(program.body, params, loop_vars)
-    _check_body(program, program.body, frozenset(params), set(loop_vars), {})
+    registers = collect_registers(program, params, loop_vars)
+    _check_body(program, program.body, frozenset(params), set(loop_vars), {}, frozenset(), frozenset(registers))
 
 
 # The deepest loop nest a kernel may have: the planner, the proof and the engines work per
@@ -78,6 +79,42 @@ def _collect_loops(body, params, loop_vars, depth: int = 0) -> None:
                 _collect_loops(stmt.else_, params, loop_vars, depth)
             case Op() | Barrier():
                 pass
+
+
+def collect_registers(program: Program, params, loop_vars) -> dict[str, Loc | None]:
+    """Every loop register's name (unique in the kernel, and no parameter's or loop
+    variable's name), with its location."""
+    registers: dict[str, Loc | None] = {}
+    for stmt in walk_stmts(program.body):
+        if not isinstance(stmt, For):
+            continue
+        for reg in stmt.registers:
+            _check_name(reg.name, "a register name", reg.loc)
+            if reg.name in params:
+                raise KernelError(f"register '{reg.name}' has the name of a parameter", reg.loc)
+            if reg.name in loop_vars:
+                raise KernelError(f"register '{reg.name}' has the name of a loop variable (at {loop_vars[reg.name]})",
+                                  reg.loc)
+            if reg.name in registers:
+                raise KernelError(f"register '{reg.name}' is declared twice (first at {registers[reg.name]}); "
+                                  "register names are unique in a kernel", reg.loc)
+            registers[reg.name] = reg.loc
+    return registers
+
+
+def check_header(program: Program, loop: For, scope, all_loops, registers) -> None:
+    """A loop register's initial value and step read parameters, enclosing loop variables,
+    enclosing loops' registers, and `iters` / `count` registers that the loop itself does
+    not change: no `iters` of the loop or of a loop inside it, no `count(F)` of an engine
+    or queue with ops counted on it inside the loop. So they hold one value for the whole
+    run of the loop, the value they have at every instance inside it."""
+    inner = [s for s in walk_stmts((loop,))]
+    varying = frozenset(s.var for s in inner if isinstance(s, For))
+    counted = frozenset(s.queue or s.engine for s in inner if isinstance(s, Op))
+    for reg in loop.registers:
+        for part in (reg.init,) + ((reg.step,) if reg.step is not None else ()):
+            check_expr(part, scope, all_loops, iters_allowed=True, engines=program.engines, registers=registers,
+                       varying=varying, counted=counted)
 
 
 def _check_one_trigger_engine(program: Program) -> None:
@@ -146,8 +183,12 @@ def _check_latency_sign(program: Program, op: Op) -> None:
                           "at or above the lower bounds", op.lat.loc if getattr(op.lat, "loc", None) else op.loc)
 
 
-def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[str], op_names: dict) -> None:
+def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[str], op_names: dict,
+                readable: frozenset[str] = frozenset(), registers: frozenset[str] = frozenset()) -> None:
+    """`readable`: the registers of the enclosing loops (read only in wait thresholds);
+    `registers`: every register of the kernel (a clear error where one is read elsewhere)."""
     engines = set(program.engines)
+    others = {"all_loops": all_loops, "registers": registers}
     for stmt in body:
         match stmt:
             case Op():
@@ -167,12 +208,12 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                     if stmt.lat < 0:
                         raise KernelError(f"negative latency {stmt.lat}", stmt.loc)
                 else:  # a latency expression: its sign, where it is decided statically
-                    check_expr(stmt.lat, scope, all_loops, iters_allowed=False)
+                    check_expr(stmt.lat, scope, iters_allowed=False, **others)
                     _check_latency_sign(program, stmt)
                 for access in stmt.reads + stmt.writes:
                     for index in access.indices:
                         for part in index_exprs(index):
-                            check_expr(part, scope, all_loops, iters_allowed=False)
+                            check_expr(part, scope, iters_allowed=False, **others)
                 for sync in stmt.syncs:
                     if sync.engine not in engines:
                         raise KernelError(f"unknown engine '{sync.engine}' in {sync.kind} (declared engines: "
@@ -180,32 +221,40 @@ def _check_body(program: Program, body, scope: frozenset[str], all_loops: set[st
                     if sync.engine == stmt.engine and stmt.queue is None:  # a DMA op's own end is its queue
                         raise KernelError(f"{sync.kind} {sync.engine}: a flag or token queue connects two "
                                           f"different engines, and this op runs on {stmt.engine}", sync.loc)
-                    check_expr(sync.id, scope, all_loops, iters_allowed=False)
+                    check_expr(sync.id, scope, iters_allowed=False, **others)
                 for wait in stmt.waits:
                     if wait.engine not in engines:
                         raise KernelError(f"unknown engine '{wait.engine}' in wait (declared engines: {' '.join(program.engines)})", wait.loc)
-                    check_expr(wait.threshold, scope, all_loops, iters_allowed=True, engines=program.engines)
+                    check_expr(wait.threshold, scope | readable, iters_allowed=True, engines=program.engines, **others)
             case For():
-                check_expr(stmt.lo, scope, all_loops, iters_allowed=False)
-                check_expr(stmt.hi, scope, all_loops, iters_allowed=False)
-                _check_body(program, stmt.body, scope | {stmt.var}, all_loops, op_names)
+                check_expr(stmt.lo, scope, iters_allowed=False, **others)
+                check_expr(stmt.hi, scope, iters_allowed=False, **others)
+                check_header(program, stmt, scope | readable, **others)
+                _check_body(program, stmt.body, scope | {stmt.var}, all_loops, op_names,
+                            readable | {r.name for r in stmt.registers}, registers)
             case If():
-                check_expr(stmt.cond, scope, all_loops, iters_allowed=False)
-                _check_body(program, stmt.then, scope, all_loops, op_names)
-                _check_body(program, stmt.else_, scope, all_loops, op_names)
+                check_expr(stmt.cond, scope, iters_allowed=False, **others)
+                _check_body(program, stmt.then, scope, all_loops, op_names, readable, registers)
+                _check_body(program, stmt.else_, scope, all_loops, op_names, readable, registers)
             case Barrier():
                 pass
 
 
-def check_expr(node, scope, all_loops, iters_allowed: bool, engines=()) -> None:
+def check_expr(node, scope, all_loops, iters_allowed: bool, engines=(), registers=frozenset(),
+               varying=frozenset(), counted=frozenset()) -> None:
     """Every name in `node` is in `scope`; `iters` and `count` only where allowed, `count`
     of one of `engines` (compute engines and DMA queues). The first offence
     from left to right is reported (a fold visits the names in that order; a TypeError
-    for a node that is not an expression)."""
+    for a node that is not an expression). A loop register's header passes the loops
+    whose `iters` and the engines whose `count` change inside its loop (`varying`,
+    `counted`): its values are fixed while the loop runs (docs/language.md)."""
     def check(sub, _) -> None:
         match sub:
             case Var(name=name):
                 if name not in scope:
+                    if name in registers:
+                        raise KernelError(f"register '{name}' is not readable here: a loop register is read only in "
+                                          "the wait thresholds, and the registers' headers, inside its loop", sub.loc)
                     if name in all_loops:
                         raise KernelError(f"loop variable '{name}' is not in scope here", sub.loc)
                     raise KernelError(f"undeclared name '{name}'", sub.loc)
@@ -214,11 +263,18 @@ def check_expr(node, scope, all_loops, iters_allowed: bool, engines=()) -> None:
                     raise KernelError("iters(...) is allowed only in wait thresholds", sub.loc)
                 if var not in all_loops:
                     raise KernelError(f"iters({var}): '{var}' is not a loop variable of this kernel", sub.loc)
+                if var in varying:
+                    raise KernelError(f"iters({var}) changes while the register's loop runs; a register's header "
+                                      "reads only values fixed for the whole loop", sub.loc)
             case Count(engine=engine):
                 if not iters_allowed:
                     raise KernelError("count(...) is allowed only in wait thresholds", sub.loc)
                 if engine not in engines:
                     raise KernelError(f"count({engine}): unknown engine '{engine}' (declared engines: "
                                       f"{' '.join(engines)})", sub.loc)
+                if engine in counted:
+                    raise KernelError(f"count({engine}) changes while the register's loop runs (it holds ops counted "
+                                      f"on {engine}); a register's header reads only values fixed for the whole loop",
+                                      sub.loc)
 
     fold_expr(node, check)

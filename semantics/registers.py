@@ -1,0 +1,75 @@
+"""The meaning of loop registers (docs/language.md, "Loop registers").
+
+A loop `for v in lo..hi with r = init step s { ... }` gives every engine that reads `r` a
+register set to `init` when the loop is entered and advanced by `s` at each back-edge.
+The static checks (semantics/validate.py `check_header`) make `init`, `s` and `lo` fixed
+for the whole run of the loop, so in iteration v the register holds exactly
+
+    init + s * (v - lo)
+
+evaluated anywhere inside the loop. That is the whole meaning: `inline_registers`
+replaces each read of a register by this expression, and every checker, the machines,
+the all-values proof and the Lean export work on the result. Only the timing model reads
+the registers themselves, to charge their updates where they happen.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from semantics.ir import BinOp, Const, For, If, Op, Program, Register, Var, map_expr, walk_stmts
+
+
+def has_registers(program: Program) -> bool:
+    return any(isinstance(s, For) and s.registers for s in walk_stmts(program.body))
+
+
+def register_value(register: Register, loop: For):
+    """The value of `register` (declared on `loop`) in iteration `loop.var`, from its
+    header: `init + step * (var - lo)` (`init` without a step)."""
+    if register.step is None or register.step == Const(0):
+        return register.init
+    offset = Var(loop.var) if loop.lo == Const(0) else BinOp("-", Var(loop.var), loop.lo)
+    scaled = offset if register.step == Const(1) else BinOp("*", register.step, offset)
+    return BinOp("+", register.init, scaled)
+
+
+def substitute(node, values: dict):
+    """`node` with every read of a register named in `values` replaced by its value."""
+    if not values:
+        return node
+    return map_expr(node, lambda sub: values.get(sub.name, sub) if isinstance(sub, Var) else sub)
+
+
+def inline_registers(program: Program) -> Program:
+    """The same program without loop registers: each read replaced by the register's
+    value (the program itself when it has none)."""
+    if not has_registers(program):
+        return program
+    return attrs.evolve(program, body=_inline_body(program.body, {}))
+
+
+def _inline_body(body, values: dict) -> tuple:
+    out = []
+    for stmt in body:
+        match stmt:
+            case Op():
+                if values and stmt.waits:
+                    stmt = attrs.evolve(stmt, waits=tuple(attrs.evolve(w, threshold=substitute(w.threshold, values))
+                                                          for w in stmt.waits))
+                out.append(stmt)
+            case For():
+                inner = values
+                if stmt.registers:
+                    inner = dict(values)
+                    for reg in stmt.registers:  # a header reads the enclosing loops' registers only
+                        plain = attrs.evolve(reg, init=substitute(reg.init, values),
+                                             step=None if reg.step is None else substitute(reg.step, values))
+                        inner[reg.name] = register_value(plain, stmt)
+                out.append(attrs.evolve(stmt, body=_inline_body(stmt.body, inner), registers=()))
+            case If():
+                out.append(attrs.evolve(stmt, then=_inline_body(stmt.then, values),
+                                        else_=_inline_body(stmt.else_, values)))
+            case _:
+                out.append(stmt)
+    return tuple(out)
