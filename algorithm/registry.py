@@ -9,6 +9,7 @@ import attrs
 
 from semantics.errors import UsageError
 from semantics.ir import Barrier, Op, Program, map_ops, walk_stmts
+from semantics.registers import inline_registers
 
 from semantics.collector import collections_off
 from algorithm.queues import implied_pairs, semaphores, with_queues
@@ -92,7 +93,9 @@ def _sync_manual(program: Program) -> SyncResult:
 
 
 def _without_peer_clauses(program: Program) -> Program:
-    """A strategy replaces the input's synchronization, peer clauses included."""
+    """A strategy replaces the input's synchronization, peer clauses and loop registers
+    included (registers only feed waits; their reads are replaced by their values)."""
+    program = inline_registers(program)
     if not any(op.syncs for op in walk_stmts(program.body) if isinstance(op, Op)):
         return program
     return attrs.evolve(program, body=map_ops(program.body, lambda op: attrs.evolve(op, syncs=())))

@@ -20,6 +20,7 @@ import attrs
 from semantics.errors import EvalError, LimitReached, UsageError
 from semantics.compiled import compiler
 from semantics.evaluate import eval_expr
+from semantics.registers import inline_registers
 from semantics.ir import (
     FLAG_IDS, QUEUES, SIGNAL_KINDS, Barrier, Count, For, If, Loc, Op, Program, Range, Var, count_key, walk_expr,
     walk_stmts,
@@ -66,7 +67,9 @@ class Instance:
 
 @attrs.frozen
 class Unrolled:
-    """A program unrolled for one parameter valuation."""
+    """A program unrolled for one parameter valuation. `program` has its loop registers
+    replaced by their values (semantics/registers.py), as the machines read it;
+    `source` is the program as given (the timing model charges its registers)."""
 
     program: Program
     valuation: tuple[tuple[str, int], ...]
@@ -74,6 +77,11 @@ class Unrolled:
     # One stream per engine: instance indices, and -1-b for the b-th barrier.
     streams: tuple[tuple[int, ...], ...]
     barriers: tuple[Loc | None, ...]
+    source: Program | None = attrs.field(default=None, kw_only=True)
+
+    def __attrs_post_init__(self):
+        if self.source is None:
+            object.__setattr__(self, "source", self.program)
 
     def engine_instances(self, engine: int) -> list[Instance]:
         return [self.instances[i] for i in self.streams[engine] if i >= 0]
@@ -96,6 +104,7 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
     missing = [p.name for p in program.params if p.name not in values]
     if missing:
         raise UsageError(f"no value for parameter(s) {', '.join(missing)}")
+    source, program = program, inline_registers(program)
     valuation = tuple((p.name, int(values[p.name])) for p in program.params)
     check_valuation(program, dict(valuation))
     engine_number = {e: n for n, e in enumerate(program.engines)}
@@ -202,7 +211,8 @@ def unroll(program: Program, values: Mapping[str, int], limit: int | None = None
         run(program.body)
     finally:
         del run  # a recursive closure is a reference cycle: freed at once, not by the collector
-    return Unrolled(program, valuation, tuple(instances), tuple(tuple(s) for s in streams), tuple(barriers))
+    return Unrolled(program, valuation, tuple(instances), tuple(tuple(s) for s in streams), tuple(barriers),
+                    source=source)
 
 
 @functools.lru_cache(maxsize=64)
