@@ -133,14 +133,20 @@ def sync_threshold(program: Program, conflicts=None, options=None) -> SyncResult
     options = options or PlannerOptions()
     if conflicts is not None:
         options = attrs.evolve(options, conflicts=conflicts)
+    from algorithm.threshold.registers import with_loop_registers
+
     program = _without_peer_clauses(program)
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
-        return _on_queues(lambda view: sync_threshold(view, options=options), program)
+        result = _on_queues(lambda view: sync_threshold(view, options=attrs.evolve(options, loop_registers=False)),
+                            program)
+    else:
+        def stats(synced, **fields) -> SyncResult:
+            return SyncResult(synced, SyncStats(strategy="threshold", **_counts(synced), **fields))
 
-    def stats(synced, **fields) -> SyncResult:
-        return SyncResult(synced, SyncStats(strategy="threshold", **_counts(synced), **fields))
-
-    return plan(program, options, stats)
+        result = plan(program, options, stats)
+    if options.loop_registers:
+        result = attrs.evolve(result, program=with_loop_registers(result.program))
+    return result
 
 
 @collections_off()

@@ -47,6 +47,9 @@ class PlannerOptions:
     - `count_registers`: the general stage writes a threshold against the engine-count
       register `count(F)` (docs/language.md) where that is less run-time arithmetic
       (thresholds.py `counted_form`); off, every threshold is a closed form.
+    - `loop_registers`: the finished thresholds' loop-invariant parts are kept in loop
+      registers (registers.py; docs/language.md "Loop registers"); off, every threshold
+      is evaluated whole at each instance.
     """
 
     conflicts: Callable = conflicting_pairs
@@ -66,6 +69,7 @@ class PlannerOptions:
     facts_rlimit: int = 2_000_000
     tidy_rlimit: int = 20_000_000
     count_registers: bool = True
+    loop_registers: bool = True
 
     @stages.validator
     def _known(self, _, value):

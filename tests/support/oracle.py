@@ -120,10 +120,16 @@ def unroll_program(program: Program, values: dict) -> Run:
             elif isinstance(stmt, For):
                 lo, hi = eval_expr(stmt.lo, env), eval_expr(stmt.hi, env)
                 value = lo
+                # Loop registers, as a machine keeps them: set on entry, advanced at each
+                # back-edge (docs/language.md "Loop registers"); read like names.
+                registers = {r.name: eval_expr(r.init, env, tracked()) for r in stmt.registers}
                 while value < hi:
                     iters[stmt.var] = iters.get(stmt.var, 0) + 1
-                    walk(stmt.body, {**env, stmt.var: value}, loops + ((stmt.var, value),))
+                    walk(stmt.body, {**env, **registers, stmt.var: value}, loops + ((stmt.var, value),))
                     value += 1
+                    for r in stmt.registers:
+                        if r.step is not None:
+                            registers[r.name] += eval_expr(r.step, env, tracked())
             elif isinstance(stmt, If):
                 walk(stmt.then if eval_cond(stmt.cond, env) else stmt.else_, env, loops)
             else:

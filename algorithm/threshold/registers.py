@@ -1,0 +1,280 @@
+"""Loop registers for the planned thresholds: what a compiler's loop-invariant code motion
+and strength reduction do to the arithmetic of a wait.
+
+A threshold is evaluated at every instance of its op. The parts of it that do not change
+while some enclosing loop runs are moved into a register of that loop
+(docs/language.md, "Loop registers"), set once per entry of the loop; a term `c * v` of
+the loop's own index becomes a register advanced by `c` at each back-edge:
+
+    for m in 0..MB {                         for m in 0..MB with r1 = iters(bkr) - TK + 1 {
+      ...                                      ...
+          for bk in 0..TK {            ->          for bk in 0..TK {
+            PE mm ... wait DMA0 >= bk + iters(bkr) - TK + 1      PE mm ... wait DMA0 >= bk + r1
+
+The rewrite is an identity: it reassociates sums (`+` and `-` only) and names
+sub-expressions, so the inlined program (semantics/registers.py) has thresholds equal to
+the planned ones at every instance; the checkers verify the output like any other.
+A register is made only where its header is fixed for the whole loop, as the language
+requires (no index of the loop or of a loop inside it, no `iters` of such loops, no
+`count(F)` of an engine with ops inside it), at the outermost loop where that holds.
+
+It never adds arithmetic as verify/cost.py counts it (the operations of each threshold,
+plus each register's initial value, at least one, and its step plus one): moving a
+sub-expression of k >= 1 operations costs k in either place, an atom is never moved, a
+register shared by several waits is counted once, and a stepped register replaces a
+product and an addition. The program is returned unchanged if the count would grow.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from semantics.ir import (
+    BinOp, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Op, Program, Register, Var, expr_children, walk_expr, walk_stmts,
+    with_children,
+)
+
+
+def arithmetic_ops(node) -> int:
+    """Run-time operations of an expression, as verify/cost.py counts them: an `if`
+    costs one, its condition and its costlier branch."""
+    inner = [arithmetic_ops(child) for child in expr_children(node)]
+    if not inner:
+        return 0
+    if isinstance(node, IfExpr):
+        return 1 + inner[0] + max(inner[1], inner[2])
+    return 1 + sum(inner)
+
+
+def _register_cost(reg: Register) -> int:
+    return max(1, arithmetic_ops(reg.init)) + (0 if reg.step is None else 1 + arithmetic_ops(reg.step))
+
+
+def static_cost(program: Program) -> int:
+    waits = sum(arithmetic_ops(w.threshold) for s in walk_stmts(program.body) if isinstance(s, Op) for w in s.waits)
+    registers = sum(_register_cost(r) for s in walk_stmts(program.body) if isinstance(s, For) for r in s.registers)
+    return waits + registers
+
+
+@attrs.frozen
+class _Loop:
+    node: For
+    inner_vars: frozenset  # its own index and those of the loops inside it
+    counted: frozenset  # engines and queues with ops counted inside it
+
+
+def with_loop_registers(program: Program) -> Program:
+    """`program` with its thresholds' loop-invariant parts in loop registers (above)."""
+    if not any(isinstance(s, Op) and s.waits for s in walk_stmts(program.body)):
+        return program
+    rewriter = _Rewriter(program)
+    body = rewriter.body(program.body, ())
+    if not rewriter.made:
+        return program
+    out = attrs.evolve(program, body=rewriter.place(body))
+    return out if static_cost(out) <= static_cost(program) else program
+
+
+class _Rewriter:
+    def __init__(self, program: Program):
+        self.taken = {p.name for p in program.params}
+        for stmt in walk_stmts(program.body):
+            if isinstance(stmt, For):
+                self.taken.add(stmt.var)
+            if isinstance(stmt, Op):
+                self.taken.update(n.name for w in stmt.waits for n in walk_expr(w.threshold) if isinstance(n, Var))
+        self.made: dict = {}  # (id of loop, init, step) -> Register, in order of creation
+        self.owner: dict[str, int] = {}  # register name -> the depth of its loop
+        self.loop_of: dict[int, For] = {}
+
+    # ---- the walk over the program
+    def body(self, body, loops: tuple) -> tuple:
+        out = []
+        for stmt in body:
+            match stmt:
+                case Op(waits=waits) if waits and loops:
+                    out.append(attrs.evolve(stmt, waits=tuple(
+                        attrs.evolve(w, threshold=self.rewrite(w.threshold, loops)) for w in waits)))
+                case For():
+                    inner = [s for s in walk_stmts((stmt,))]
+                    loop = _Loop(stmt, frozenset(s.var for s in inner if isinstance(s, For)),
+                                 frozenset(s.queue or s.engine for s in inner if isinstance(s, Op)))
+                    self.loop_of[id(stmt)] = stmt
+                    out.append(attrs.evolve(stmt, body=self.body(stmt.body, loops + (loop,))))
+                case If():
+                    out.append(attrs.evolve(stmt, then=self.body(stmt.then, loops), else_=self.body(stmt.else_, loops)))
+                case _:
+                    out.append(stmt)
+        return tuple(out)
+
+    def place(self, body) -> tuple:
+        """Put the registers made into their loops' headers (the loops were rebuilt
+        around new bodies: they are found again by their position in the walk)."""
+        by_loop: dict[int, list[Register]] = {}
+        for (loop_id, _, _), reg in self.made.items():
+            by_loop.setdefault(loop_id, []).append(reg)
+        order = [id(s) for s in self.loop_of.values()]
+        rebuilt = iter(order)
+
+        def visit(stmts) -> tuple:
+            out = []
+            for stmt in stmts:
+                if isinstance(stmt, For):
+                    key = next(rebuilt)
+                    stmt = attrs.evolve(stmt, body=visit(stmt.body),
+                                        registers=stmt.registers + tuple(by_loop.get(key, ())))
+                elif isinstance(stmt, If):
+                    stmt = attrs.evolve(stmt, then=visit(stmt.then), else_=visit(stmt.else_))
+                out.append(stmt)
+            return tuple(out)
+
+        return visit(body)
+
+    def rewrite(self, threshold, loops: tuple):
+        """The threshold reading registers, where that is no more arithmetic than before
+        (counting the registers made for it; one made for an earlier wait is free)."""
+        before = dict(self.made)
+        out = self.reduce(threshold, loops)
+        made = [reg for key, reg in self.made.items() if key not in before]
+        if arithmetic_ops(out) + sum(map(_register_cost, made)) <= arithmetic_ops(threshold):
+            return out
+        self.made = before
+        for reg in made:
+            del self.owner[reg.name]
+        return threshold
+
+    # ---- the rewrite of one expression, evaluated inside loops[-1]
+    def invariant(self, node, loop: _Loop, depth: int) -> bool:
+        """`node` holds one value while `loop` (at `depth`, 0 the outermost) runs."""
+        for sub in walk_expr(node):
+            match sub:
+                case Var(name=name):
+                    if name in loop.inner_vars or self.owner.get(name, -1) >= depth:
+                        return False
+                case Iters(var=var):
+                    if var in loop.inner_vars:
+                        return False
+                case Count(engine=engine):
+                    if engine in loop.counted:
+                        return False
+        return True
+
+    def reduce(self, node, loops: tuple):
+        if not loops:
+            return node
+        depth = len(loops) - 1
+        if not isinstance(node, _INTEGER):  # a condition: a register holds an integer
+            return with_children(node, tuple(self.reduce(child, loops) for child in expr_children(node)))
+        if isinstance(node, IfExpr) and self.invariant(node.cond, loops[-1], depth):
+            node = _factor(node, lambda t: self.invariant(t, loops[-1], depth))
+        if self.invariant(node, loops[-1], depth):
+            if arithmetic_ops(node) == 0:
+                return node
+            outer = depth
+            while outer > 0 and self.invariant(node, loops[outer - 1], outer - 1):
+                outer -= 1
+            return self.register(loops[: outer + 1], self.reduce(node, loops[:outer]), None)
+        terms = _terms(node)
+        if len(terms) > 1:
+            return self.reduce_sum(terms, loops)
+        return with_children(node, tuple(self.reduce(child, loops) for child in expr_children(node)))
+
+    def reduce_sum(self, terms: list, loops: tuple):
+        loop, depth = loops[-1], len(loops) - 1
+        fixed = [(sign, t) for sign, t in terms if self.invariant(t, loop, depth)]
+        moving = [(sign, t) for sign, t in terms if not self.invariant(t, loop, depth)]
+        if len(moving) == 1 and loop.node.lo == Const(0):
+            sign, term = moving[0]
+            scale = _scale(term, loop.node.var)
+            if scale is not None and scale != Const(1) and self.invariant(scale, loop, depth):
+                # init + scale * v: a register of this loop advanced by `scale` at each back-edge
+                init = self.reduce(_sum(fixed), loops[:-1]) if fixed else Const(0)
+                step = self.reduce(scale if sign > 0 else _negate(scale), loops[:-1])
+                return self.register(loops, init, step)
+        rest = [(sign, self.reduce(t, loops)) for sign, t in moving]
+        if fixed and all(sign < 0 for sign, _ in _signed(fixed)):  # `v - a - b`: a register for `a + b`
+            rest.append((-1, self.reduce(_sum([(-sign, t) for sign, t in fixed]), loops)))
+        elif fixed:
+            rest.append((1, self.reduce(_sum(fixed), loops)))
+        return _sum(rest)
+
+    def register(self, loops: tuple, init, step):
+        """The register of `loops[-1]` holding `init` (advanced by `step`): a new one,
+        or the one made before for the same header; `init` itself when it is an atom."""
+        if step is None and arithmetic_ops(init) == 0:
+            return init
+        key = (id(loops[-1].node), init, step)
+        reg = self.made.get(key)
+        if reg is None:
+            reg = Register(self.fresh(), init, step)
+            self.made[key] = reg
+            self.owner[reg.name] = len(loops) - 1
+        return Var(reg.name)
+
+    def fresh(self) -> str:
+        n = len(self.made) + 1
+        while f"r{n}" in self.taken:
+            n += 1
+        self.taken.add(f"r{n}")
+        return f"r{n}"
+
+
+_INTEGER = (BinOp, Const, Count, IfExpr, Iters, Max, Min, Neg, Var)
+
+
+def _factor(node: IfExpr, fixed):
+    """`if c then v + a else v + b` as `v + (if c then a else b)` when both branches have
+    the same terms `v` that are not `fixed` (the same operations: one `+` moves out)."""
+    then, else_ = _terms(node.then), _terms(node.else_)
+    moving = [t for t in then if not fixed(t[1])]
+    if not moving or sorted(map(repr, moving)) != sorted(repr(t) for t in else_ if not fixed(t[1])):
+        return node
+    branches = [[t for t in side if fixed(t[1])] for side in (then, else_)]
+    inner = IfExpr(node.cond, *(_sum(b) if b else Const(0) for b in branches))
+    return _sum(moving + [(1, inner)])
+
+
+def _terms(node, sign: int = 1) -> list:
+    """A sum as its signed terms, left to right: `a - b + c` is [(1, a), (-1, b), (1, c)]."""
+    match node:
+        case BinOp(op="+", left=a, right=b):
+            return _terms(a, sign) + _terms(b, sign)
+        case BinOp(op="-", left=a, right=b):
+            return _terms(a, sign) + _terms(b, -sign)
+    return [(sign, node)]
+
+
+def _signed(terms: list) -> list:
+    """Negative literals as subtracted positive ones."""
+    return [(-sign, Const(-t.value)) if isinstance(t, Const) and t.value < 0 else (sign, t) for sign, t in terms]
+
+
+def _sum(terms: list):
+    """The signed terms as one expression of the fewest operations: a positive term first."""
+    terms = _signed(terms)
+    first = next((k for k, (sign, _) in enumerate(terms) if sign > 0), None)
+    if first is None:
+        out = _negate(terms[0][1])
+        rest = terms[1:]
+    else:
+        out = terms[first][1]
+        rest = terms[:first] + terms[first + 1:]
+    for sign, term in rest:
+        out = BinOp("+" if sign > 0 else "-", out, term)
+    return out
+
+
+def _negate(node):
+    return Const(-node.value) if isinstance(node, Const) else Neg(node)
+
+
+def _scale(term, var: str):
+    """c for a term `var`, `c * var` or `var * c`; None otherwise."""
+    match term:
+        case Var(name=name) if name == var:
+            return Const(1)
+        case BinOp(op="*", left=Var(name=name), right=c) if name == var:
+            return c
+        case BinOp(op="*", left=c, right=Var(name=name)) if name == var:
+            return c
+    return None
