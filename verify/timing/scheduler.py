@@ -11,7 +11,8 @@ Timing rules, with the costs of a `Profile`:
   expression (`lat 64 + 2 * min(C, 512)`) is evaluated per instance, in its loop
   environment; a negative value is a kernel error at the expression;
 - before issuing, the engine evaluates the instance's waits: `wait_cycles` per wait
-  plus `wait_op_cycles` per arithmetic operation of its threshold expression (so a
+  plus `wait_op_cycles` per arithmetic operation of its threshold expression as written
+  (`Unrolled.source`: a loop register, like `iters(v)` and `count(F)`, is an atom; so a
   complex threshold is not free); if the machine then enables the issue, it issues;
 - else the engine stalls until a completion (or a barrier pass) enables it, and
   resumes `wake_cycles` after that event (counter signal-to-wake latency);
@@ -28,15 +29,36 @@ Timing rules, with the costs of a `Profile`:
   are evaluated there), then a transfer on queue Q, busy the op's `lat`, in FIFO order
   on Q; the queue evaluates no waits and tracks no loops or counts;
 - tracking loop counts costs `iteration_cycles` per started iteration of a tracked
-  loop (one whose `iters(v)` appears in a threshold), on every engine, paid before
-  the engine's next instance (every engine evaluates every loop bound);
+  loop (one whose `iters(v)` appears in a threshold of `Unrolled.program`, where the
+  registers are inlined: so also one a register's header reads, when a threshold reads
+  that register), on every engine, paid before the engine's next instance (every
+  engine evaluates every loop bound);
 - tracking an engine count costs `iteration_cycles` per execution of a statement body
   (a loop iteration, a taken `if` branch, the top level) that directly holds an op
-  counted on a tracked engine F (one whose `count(F)` appears in a threshold: F's
-  compute ops, or the transfers of a queue F), on every engine, paid before the
-  engine's next instance, as for loops: the body adds its number of F-ops to the
-  count register once. The execution is charged at its first F-op in program order
-  (a DMA op's trigger).
+  counted on a tracked engine F (one whose `count(F)` appears in a threshold, registers
+  inlined as for loops: F's compute ops, or the transfers of a queue F), on every
+  engine, paid before the engine's next instance, as for loops: the body adds its
+  number of F-ops to the count register once. The execution is charged at its first
+  F-op in program order (a DMA op's trigger);
+- a loop register (`for v in lo..hi with r = init step s`, docs/language.md) is kept
+  only by the engines that read it (`register_readers`: an op of the engine has a wait
+  threshold naming r, or the engine keeps a register whose init or step names r), and
+  costs each of them, paid before the engine's next instance as for loops:
+  `wait_op_cycles * max(1, arithmetic_ops(init))` at every entry of the loop (setting a
+  register is at least one instruction) and, when it has a step (a literal `step 0` is
+  none), `wait_op_cycles * (1 + arithmetic_ops(step))` at every back-edge (each
+  iteration after the first within one entry). Entries and back-edges are read from
+  the instances' loop environments in program order, as for iteration tracking: an
+  entry is an instance inside the loop whose enclosing loops' values differ from the
+  last instance inside it (or the first such instance), and brings `v - lo` back-edges
+  (lo evaluated there); a later instance of the same entry brings `v - v_previous`. So
+  a loop entry with no instance in it (a zero-trip loop, or a body whose ops all sit in
+  untaken branches or empty inner loops) and the iterations after an entry's last
+  instance are not charged, the approximation of iteration tracking (which charges
+  only the iterations that hold an instance; an iteration with none between two that
+  do is a back-edge here, as the register is advanced through it). A DMA op's
+  waits are its trigger's, so its registers are kept by the triggering engine, never
+  by the queue.
 The oracle uses the same busy times and no synchronization cost at all.
 
 Ties are broken by engine order, so runs are deterministic.
@@ -52,7 +74,9 @@ import attrs
 
 from semantics.errors import EvalError, SyncproofError
 from semantics.evaluate import eval_expr
-from semantics.ir import For, If, IfExpr, Iters, Op, Program, count_key, fold_expr, walk_expr, walk_stmts
+from semantics.ir import (
+    Const, For, If, IfExpr, Iters, Op, Program, Register, Var, count_key, fold_expr, walk_expr, walk_stmts,
+)
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import Unrolled, counted_engines
 
@@ -158,7 +182,9 @@ def instance_latency(unrolled: Unrolled, inst) -> int:
 
 
 def tracked_loops(program: Program) -> frozenset:
-    """Loop variables whose iteration count some threshold reads (`iters(v)`)."""
+    """Loop variables whose iteration count some threshold reads (`iters(v)`). On a
+    program with its registers inlined (`Unrolled.program`), that includes the `iters`
+    that the headers of the registers a threshold reads name."""
     return frozenset(node.var for stmt in walk_stmts(program.body) if isinstance(stmt, Op)
                      for wait in stmt.waits for node in walk_expr(wait.threshold) if isinstance(node, Iters))
 
@@ -187,6 +213,53 @@ def count_bodies(program: Program) -> dict[str, int]:
 
     visit(program.body, 0)
     return out
+
+
+def stepped(register: Register) -> bool:
+    """Whether the register is advanced at back-edges (a literal `step 0` is no step, as in
+    semantics/registers.py `register_value`)."""
+    return register.step is not None and register.step != Const(0)
+
+
+def register_ops(register: Register) -> tuple[int, int]:
+    """The arithmetic operations a register costs: (setting it at a loop entry, at least
+    one; advancing it at a back-edge: its step's operations and the add, 0 without a step).
+    Registers its header reads are atoms."""
+    return max(1, arithmetic_ops(register.init)), (1 + arithmetic_ops(register.step)) if stepped(register) else 0
+
+
+def registers_of(program: Program) -> dict[str, tuple[For, Register]]:
+    """Every loop register of `program` by name (names are unique in a kernel), with its loop."""
+    return {reg.name: (stmt, reg) for stmt in walk_stmts(program.body) if isinstance(stmt, For)
+            for reg in stmt.registers}
+
+
+def register_readers(program: Program) -> dict[str, frozenset[str]]:
+    """Per loop register of `program`, the engines that keep it: an engine reads a register
+    when one of its ops (a DMA op: its triggering engine) has a wait threshold naming it,
+    or when it reads a register whose init or step names it (transitively). A register no
+    engine reads is absent."""
+    registers = registers_of(program)
+    if not registers:
+        return {}
+
+    def names(node) -> set[str]:
+        return {n.name for n in walk_expr(node) if isinstance(n, Var) and n.name in registers}
+
+    feeds = {name: names(reg.init) | (names(reg.step) if reg.step is not None else set())
+             for name, (_, reg) in registers.items()}
+    readers: dict[str, set[str]] = {}
+    for stmt in walk_stmts(program.body):
+        if not isinstance(stmt, Op):
+            continue
+        todo = [n for w in stmt.waits for n in names(w.threshold)]
+        while todo:
+            name = todo.pop()
+            engines = readers.setdefault(name, set())
+            if stmt.engine not in engines:
+                engines.add(stmt.engine)
+                todo.extend(feeds[name])
+    return {name: frozenset(engines) for name, engines in readers.items()}
 
 
 _SYNC_COST = {"waitflag": "flag_wait_cycles", "pop": "token_pop_cycles", "setflag": "flag_set_cycles",
@@ -240,12 +313,19 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
         previous_env: dict = {}
         bodies = count_bodies(unrolled.program)
         executions: set = set()
+        # A wait's threshold is charged as written: the source op (same name) reads registers.
+        source_ops = ({} if unrolled.source is unrolled.program else
+                      {s.name: s for s in walk_stmts(unrolled.source.body) if isinstance(s, Op)})
+        wait_costs: dict[str, float] = {}  # op name -> its waits' evaluation (peer clauses apart)
+        registers = _RegisterCosts(unrolled, costs)
         for inst in instances:
             env = dict(inst.env)
             for var, value in env.items():
                 if var in tracked and previous_env.get(var) != value:
                     iterations[var] = iterations.get(var, 0) + 1
             previous_env = env
+            if registers.loops:
+                registers.advance(inst)
             body = bodies.get(inst.op.name)
             if body is not None and inst.trigger < 0 and (body, inst.env) not in executions:
                 # a DMA op's execution is its trigger's (its transfer, on the queue, comes later)
@@ -259,8 +339,14 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
             started = sum(iterations[v] - mine.get(v, 0) for v in iterations)
             mine.update(iterations)
             tracking[inst.index] = started * costs.iteration_cycles
-            evaluate[inst.index] = sum(costs.wait_cycles + costs.wait_op_cycles * arithmetic_ops(w.threshold)
-                                       for w in inst.op.waits) + _sync_costs(inst, costs, ("waitflag", "pop"))
+            if registers.loops:
+                tracking[inst.index] += registers.charge(inst.engine)
+            waits = wait_costs.get(inst.op.name)
+            if waits is None:
+                op = source_ops.get(inst.op.name, inst.op)
+                waits = wait_costs[inst.op.name] = sum(
+                    costs.wait_cycles + costs.wait_op_cycles * arithmetic_ops(w.threshold) for w in op.waits)
+            evaluate[inst.index] = waits + _sync_costs(inst, costs, ("waitflag", "pop"))
             signal[inst.index] = _sync_costs(inst, costs, ("setflag", "push"))
 
     state = machine.initial()
@@ -346,6 +432,57 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
             _barrier_pass(before, state, e, now, costs, ready, slices, stall, completions)
     cycles = max((s.end for s in slices if s.kind == "op"), default=0.0)
     return Timeline(cycles, tuple(trace), tuple(slices), tuple(busy), tuple(stall), tuple(overhead))
+
+
+class _RegisterCosts:
+    """The cycles each engine owes for keeping loop registers (module docstring): per
+    register, the cycles of its entries and back-edges so far in program order; per
+    engine, the part of them it has paid."""
+
+    def __init__(self, unrolled: Unrolled, costs: Profile):
+        source = unrolled.source
+        readers = register_readers(source)
+        self.valuation = dict(unrolled.valuation)
+        # loop var -> (its loop, ((register, cycles per entry, cycles per back-edge), ...)),
+        # registers some engine keeps only
+        self.loops: dict[str, tuple[For, tuple]] = {}
+        for name, (loop, reg) in registers_of(source).items():
+            if name in readers:
+                entry, back = register_ops(reg)
+                kept = self.loops.get(loop.var, (loop, ()))[1]
+                self.loops[loop.var] = (loop, kept + ((name, costs.wait_op_cycles * entry,
+                                                       costs.wait_op_cycles * back),))
+        self.reads = [tuple(name for name in readers if engine in readers[name]) for engine in source.engines]
+        self.spent = dict.fromkeys(readers, 0.0)  # per register: its cycles so far
+        self.paid = [dict.fromkeys(names, 0.0) for names in self.reads]
+        self.last: dict[str, tuple] = {}  # loop var -> (enclosing loops' values, v) at its last instance
+
+    def advance(self, inst) -> None:
+        """Count the entries and back-edges that `inst` shows (program order)."""
+        for depth, (var, value) in enumerate(inst.env):
+            kept = self.loops.get(var)
+            if kept is None:
+                continue
+            loop, registers = kept
+            outer = inst.env[:depth]
+            last = self.last.get(var)
+            if last is not None and last[0] == outer:
+                back_edges, entries = value - last[1], 0
+            else:  # a new entry, and the back-edges before its first instance
+                env = dict(self.valuation)
+                env.update(outer)
+                back_edges, entries = value - eval_expr(loop.lo, env), 1
+            self.last[var] = (outer, value)
+            for name, entry, back in registers:
+                self.spent[name] += entries * entry + back_edges * back
+
+    def charge(self, engine: int) -> float:
+        """What `engine` owes for its registers since its previous instance (and marks it paid)."""
+        paid, due = self.paid[engine], 0.0
+        for name in self.reads[engine]:
+            due += self.spent[name] - paid[name]
+            paid[name] = self.spent[name]
+        return due
 
 
 def _barrier_pass(before, after, engine, now, costs, ready, slices, stall, completions) -> None:
