@@ -86,13 +86,19 @@ class _Rewriter:
         self.made: dict = {}  # (id of loop, init, step) -> Register, in order of creation
         self.owner: dict[str, int] = {}  # register name -> the depth of its loop
         self.loop_of: dict[int, For] = {}
+        self.floor = 0  # the op being rewritten: its loops outside its innermost `if`
 
     # ---- the walk over the program
-    def body(self, body, loops: tuple) -> tuple:
+    def body(self, body, loops: tuple, floor: int = 0) -> tuple:
+        """`floor`: how many of `loops` lie outside the innermost `if` around `body`; a
+        register goes only into a loop inside it, so that each entry of its loop reaches
+        the waits that read it (a register outside an `if` would be set at entries where
+        the branch is not taken)."""
         out = []
         for stmt in body:
             match stmt:
-                case Op(waits=waits) if waits and loops:
+                case Op(waits=waits) if waits and len(loops) > floor:
+                    self.floor = floor
                     out.append(attrs.evolve(stmt, waits=tuple(
                         attrs.evolve(w, threshold=self.rewrite(w.threshold, loops)) for w in waits)))
                 case For():
@@ -100,9 +106,10 @@ class _Rewriter:
                     loop = _Loop(stmt, frozenset(s.var for s in inner if isinstance(s, For)),
                                  frozenset(s.queue or s.engine for s in inner if isinstance(s, Op)))
                     self.loop_of[id(stmt)] = stmt
-                    out.append(attrs.evolve(stmt, body=self.body(stmt.body, loops + (loop,))))
+                    out.append(attrs.evolve(stmt, body=self.body(stmt.body, loops + (loop,), floor)))
                 case If():
-                    out.append(attrs.evolve(stmt, then=self.body(stmt.then, loops), else_=self.body(stmt.else_, loops)))
+                    out.append(attrs.evolve(stmt, then=self.body(stmt.then, loops, len(loops)),
+                                            else_=self.body(stmt.else_, loops, len(loops))))
                 case _:
                     out.append(stmt)
         return tuple(out)
@@ -160,7 +167,7 @@ class _Rewriter:
         return True
 
     def reduce(self, node, loops: tuple):
-        if not loops:
+        if len(loops) <= self.floor:
             return node
         depth = len(loops) - 1
         if not isinstance(node, _INTEGER):  # a condition: a register holds an integer
@@ -171,7 +178,7 @@ class _Rewriter:
             if arithmetic_ops(node) == 0:
                 return node
             outer = depth
-            while outer > 0 and self.invariant(node, loops[outer - 1], outer - 1):
+            while outer > self.floor and self.invariant(node, loops[outer - 1], outer - 1):
                 outer -= 1
             return self.register(loops[: outer + 1], self.reduce(node, loops[:outer]), None)
         terms = _terms(node)
