@@ -72,7 +72,7 @@ def test_judge_rejects_a_worse_or_wrong_output():
     golden, text, program = _entry("design_example.sync.threshold.sync")
     synced = parse(text)
     assert judge(golden, text, program, _Result(synced)) is None
-    # drop the first wait of the loop: fewer waits, but the explicit engine finds it unsound
+    # drop the first wait of the loop: fewer waits, but the check finds it unsound
     ops = [s for s in walk_stmts(synced.body) if isinstance(s, Op) and s.waits]
     victim = ops[-1].name
     from semantics.ir import map_ops

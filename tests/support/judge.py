@@ -7,7 +7,7 @@ from __future__ import annotations
 from semantics.parser import parse
 from semantics.printer import print_program
 from verify.cost import cost_of
-from verify.engines.explicit import check
+from verify.engines.select import check
 from verify.search.generators import param_bounds
 from verify.verdicts import CheckOptions
 
