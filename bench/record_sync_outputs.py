@@ -9,8 +9,8 @@ Each kernel runs in its own subprocess with a time limit. Output: one file per
 program), and tests/data/sync_outputs/manifest.json with, per file, the status
 (`ok`, `refused` with the message, `timeout`), the number of waits, of barriers and of
 conservative waits. The rule the test encodes (docs/planner.md, "Outputs are judged by
-meaning"): a later output is verified (bisimilar when exact, else sound, per the explicit
-engine) and no worse under the one cost function (verify/cost.py); a refused or timed-out
+meaning"): a later output is verified (bisimilar when exact, else sound, per the
+happens-before engine) and no worse under the one cost function (verify/cost.py); a refused or timed-out
 kernel may become anything sound.
 
 Re-recording judges every changed output by that rule first (tests/support/judge.py) and
