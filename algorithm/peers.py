@@ -56,7 +56,8 @@ class BlockPlan:
 
 
 def strip_sync(program: Program) -> Program:
-    """The program without its waits, barriers and peer clauses (a strategy replaces them)."""
+    """The program without its waits, barriers, peer clauses and loop registers (a
+    strategy replaces them; a register feeds only waits)."""
     def clean(body):
         out = []
         for stmt in body:
@@ -64,7 +65,7 @@ def strip_sync(program: Program) -> Program:
                 case Op():
                     out.append(attrs.evolve(stmt, waits=(), syncs=()))
                 case For():
-                    out.append(attrs.evolve(stmt, body=clean(stmt.body)))
+                    out.append(attrs.evolve(stmt, body=clean(stmt.body), registers=()))
                 case If():
                     out.append(attrs.evolve(stmt, then=clean(stmt.then), else_=clean(stmt.else_)))
                 case Barrier():

@@ -40,6 +40,7 @@ import attrs
 
 from semantics.errors import UsageError
 from semantics.ir import Barrier, For, If, Op, Program, Stmt, map_ops
+from semantics.registers import inline_registers
 from semantics.mlir.sites import COMPUTE, DM, Site, Sites, Slot, SnaxProgram  # noqa: F401 (the rule's input types)
 
 def owed_barriers(sites: Sites) -> list[int]:
@@ -127,8 +128,9 @@ def kernel_sites(program: Program) -> Sites:
 
 
 def snax_barrier(program: Program) -> Program:
-    """The program with SNAX's barriers added (existing barriers kept, no waits). An
-    imported program carries the MLIR facts; a written kernel gets `kernel_sites`."""
+    """The program with SNAX's barriers added (existing barriers kept, no waits, so no
+    loop registers either: they feed only waits). An imported program carries the MLIR
+    facts; a written kernel gets `kernel_sites`."""
     sites = program.sites if isinstance(program, SnaxProgram) and program.sites is not None \
         else kernel_sites(program)
     placed = owed_barriers(sites)
@@ -139,6 +141,6 @@ def snax_barrier(program: Program) -> Program:
             raise UsageError(f"snax-barrier: a barrier is owed inside a dispatched op's region ({site.label}); "
                              f"the kernel language cannot place it")
         slots.append(site.slot)
-    bare = map_ops(program.body, lambda op: attrs.evolve(op, waits=()))
+    bare = map_ops(inline_registers(program).body, lambda op: attrs.evolve(op, waits=()))
     return Program(program.engines, program.params, insert_barriers(bare, slots), program.name,
                    loc=program.loc, name_loc=program.name_loc)

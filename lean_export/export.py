@@ -20,6 +20,7 @@ import attrs
 from algorithm.registry import get_strategy
 from semantics.errors import UsageError
 from semantics.ir import Program, peer_clause
+from semantics.registers import inline_registers
 
 from lean_export.printer import base_name, camel_name, lean_program, lean_valuation, module_name, valuation_suffix
 
@@ -144,10 +145,12 @@ def library_text(module: str) -> str:
 def export_files(program: Program, source_name: str, strategy: str = "threshold",
                  max_param: int = 2, *, planner) -> dict[str, str]:
     """Every file of the project, by relative path (deterministic: no dates, no paths).
-    `planner(synced_program, max_param) -> Plan` decides the bounded claims."""
+    `planner(synced_program, max_param) -> Plan` decides the bounded claims. The
+    exported program is the synchronized one without loop registers, each read replaced
+    by its value (semantics/registers.py): the Lean language has no registers."""
     if max_param < 0:
         raise UsageError("--max-param must be non-negative")
-    synced = get_strategy(strategy)(program).program
+    synced = inline_registers(get_strategy(strategy)(program).program)
     clause = peer_clause(synced)
     if clause is not None:
         # The Lean semantics has no flag or token state: refuse rather than prove the wrong thing.

@@ -18,6 +18,7 @@ from semantics.ir import (
     Access, And, Barrier, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not,
     Op, Or, Program, Range, Stmt, Var, Wait, fold_expr,
 )
+from semantics.registers import inline_registers
 
 INDENT = "  "
 
@@ -223,7 +224,9 @@ def lean_block(body: tuple[Stmt, ...], depth: int = 0) -> str:
 
 def lean_program(program: Program, name: str, ident: str) -> str:
     """`def <ident> : Program := { ... }`: engines (then queues), each queue's increment,
-    each parameter's lower bound, the body."""
+    each parameter's lower bound, the body. Loop registers, which the Lean language does
+    not have, are replaced by their values (semantics/registers.py)."""
+    program = inline_registers(program)
     lines = [
         f"def {ident} : Program :=",
         f"  {{ name := {lean_string(name)},",

@@ -36,6 +36,7 @@ import attrs
 
 from semantics.ir import BinOp, Barrier, Const, For, If, IfExpr, Max, Op, Program, Var
 from semantics.printer import print_expr
+from semantics.registers import inline_registers
 from semantics.simplify import simplify
 from semantics.mlir.dialect import SIGNAL, WAIT, context, signal_op, wait_op
 from semantics.mlir.importer import Imported, anchor
@@ -163,7 +164,12 @@ def _cores(stmt) -> list[str]:
 
 
 def emit(imported: Imported, synced: Program) -> str:
+    """The imported MLIR with `synced`'s waits and barriers. A wait's operands are the
+    loops' induction variables, so loop registers are emitted as their values
+    (semantics/registers.py): each read replaced by `init + step * (v - lo)`."""
     from xdsl.printer import Printer
+
+    synced = inline_registers(synced)
 
     module, _ = parse_chunk(imported.chunk, imported.filename, context())
     fresh = dict(zip(imported.module.walk(), module.walk()))

@@ -17,6 +17,7 @@ import attrs
 from semantics.compiled import compiler
 from semantics.errors import SyncproofError
 from semantics.ir import Program
+from semantics.registers import inline_registers
 from semantics.sequential import UnrollLimit, count_instances, unroll
 
 from verify.engines.witness import range_check
@@ -175,7 +176,10 @@ def check_valuations(program: Program, bounds: tuple[tuple[str, int, int], ...],
                      decide, engine: str, fan_out: FanOut | None = None) -> CheckResult:
     """Check every valuation within `bounds` with `decide(unrolled, options, deadline,
     on_progress)`.
-    The result is the same for every `fan_out`."""
+    The result is the same for every `fan_out`. Loop registers are read by their values
+    (semantics/registers.py), replaced once here: every valuation, on every worker,
+    unrolls and compiles the same register-free program."""
+    program = inline_registers(program)
     fan_out = fan_out or SERIAL
     start = options.clock()
     deadline = start + options.timeout if options.timeout else None

@@ -48,6 +48,7 @@ import z3
 from semantics.compiled import compiler
 from semantics.errors import KernelError, UsageError
 from semantics.ir import Program, peer_clause
+from semantics.registers import inline_registers
 from verify.engines.witness import range_check
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
 from semantics.sequential import UnrollLimit, unroll
@@ -249,7 +250,9 @@ def _search_steps(pp: zm.PotentialProgram, search: _Search, depth_limit: int, pr
 
 def check(program: Program, bounds: tuple[tuple[str, int, int], ...], options: Z3Options = Z3Options()) -> CheckResult:
     """Check `program` (its own waits and barriers) against the reference for every
-    valuation within `bounds` (name, lo, hi inclusive)."""
+    valuation within `bounds` (name, lo, hi inclusive). Loop registers are read by their
+    values (semantics/registers.py): the encoding sees the program without them."""
+    program = inline_registers(program)
     clause = peer_clause(program)
     if clause is not None:
         # The Z3 encoding has no flag or token state: refuse rather than answer wrongly.

@@ -50,6 +50,7 @@ import z3
 
 from semantics.evaluate import eval_cond, eval_expr
 from semantics.ir import Barrier, Count, For, If, Iters, Op, Program, count_key, increments
+from semantics.registers import inline_registers
 from semantics.symbolic import conflict, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
@@ -184,7 +185,10 @@ def _stream_items(program: Program, ops_and_barriers):
 def potential_program(program: Program, valuations, tag: str = "",
                       deadline: Deadline = NO_DEADLINE) -> PotentialProgram:
     """The potential program over every valuation in `valuations` (dicts; each must
-    unroll without error). Its loops poll `deadline` (DeadlineReached)."""
+    unroll without error). Its loops poll `deadline` (DeadlineReached). A program with
+    loop registers is encoded without them, each read replaced by its value
+    (semantics/registers.py)."""
+    program = inline_registers(program)
     params = {p.name: z3.Int(p.name) for p in program.params}
     engines = range(len(program.engines))
     engine_number = {e: n for n, e in enumerate(program.engines)}

@@ -32,6 +32,7 @@ import z3
 from semantics.errors import LimitReached
 from semantics.context import sites
 from semantics.ir import Program
+from semantics.registers import inline_registers
 from semantics.symbolic import conflicting_pairs
 
 from verify.engines.deadline import Deadline, DeadlineReached
@@ -81,7 +82,9 @@ class Task:
 
 
 def tasks(program: Program, property: str) -> list[Task]:
-    """Every obligation of the proof, in the order the sequential proof asks them."""
+    """Every obligation of the proof, in the order the sequential proof asks them (of the
+    program without loop registers, as the Prover reads it: the same ops and waits)."""
+    program = inline_registers(program)
     found = [Task(ObligationKind.DEFINED, loop.op.var, loop=n)
              for n, loop in enumerate(loop_sites(program)) if bound_divisors(loop.op)]
     ops = sites(program)

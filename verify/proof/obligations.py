@@ -15,6 +15,7 @@ import z3
 
 from semantics.context import Site, Step
 from semantics.ir import BinOp, Const, For, If, Op, Program, walk_expr
+from semantics.registers import inline_registers
 from semantics.symbolic import conflict, conflicting_pairs, domain, precedes, to_z3
 
 from verify.engines.deadline import Deadline
@@ -91,7 +92,9 @@ class Prover(Chains, Cases, Budgeted):
                  dump_prefix: str = "prove"):
         """`deadline`: when the proof's budget ends (default: options.timeout from now);
         the term building polls it (DeadlineReached), queries get what is left.
-        `dump_prefix`: how the files of `options.dump_smt` begin (a worker's own)."""
+        `dump_prefix`: how the files of `options.dump_smt` begin (a worker's own).
+        Loop registers are read by their values (semantics/registers.py)."""
+        program = inline_registers(program)
         self.program = program
         self.options = options
         self.deadline = Deadline.after(options.timeout, options.clock) if deadline is None else deadline

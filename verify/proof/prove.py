@@ -44,6 +44,7 @@ from functools import partial
 import attrs
 
 from semantics.ir import Barrier, Op, Program, walk_stmts
+from semantics.registers import inline_registers
 
 from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
@@ -108,6 +109,7 @@ def start_statement(program: Program, options: ProofOptions):
     (`verify`: during the bounded check); None where `prove` would not start one (no
     workers, a wall-clock cap, a program outside the proof). Pass it to `prove`, or
     cancel it."""
+    program = inline_registers(program)  # as `prove` reads it
     if options.timeout is not None or _why_not(program):
         return None
     return start_in_worker(program, options, Deadline.after(None, options.clock),
@@ -123,7 +125,10 @@ def prove(program: Program, options: ProofOptions = ProofOptions(), statement=No
     failed query (each polls the deadline, so the cap is not overrun by what comes after
     a query); reaching it gives unknown, naming the cap. `statement`: its 32-bit statement
     if already started (`start_statement`, with the same program and options); it is
-    ended when the proof returns."""
+    ended when the proof returns. Loop registers are read by their values
+    (semantics/registers.py): the obligations, the 32-bit statement and the explicit
+    checks of a failed query all see the program without them."""
+    program = inline_registers(program)
     lower = domain_lower(program, options)
     began = options.clock()
     deadline = Deadline.after(options.timeout, options.clock)

@@ -18,6 +18,7 @@ from semantics.ir import (
     walk_stmts,
 )
 from semantics.simplify import expr as simplified, linear
+from semantics.registers import inline_registers
 from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
@@ -29,6 +30,7 @@ class Terms:
     """Z3 terms of one program: local indices, `iters`, thresholds at an instance."""
 
     def __init__(self, program: Program, ctx: z3.Context, deadline: Deadline = NO_DEADLINE):
+        program = inline_registers(program)  # thresholds read registers by their values
         self.program = program
         self.ctx = ctx  # every term of the proof lives in the proof's own context
         # Every obligation builds its terms through env/local/threshold: polling there

@@ -13,6 +13,13 @@ per site):
 - `drop-barrier`: one barrier removed;
 - `move-barrier`: one barrier moved one statement later (or earlier, at a block end).
 
+A program with loop registers (`for i in 0..N with r = init step s`) is mutated as the
+program without them, each read replaced by its value (semantics/registers.py): the
+operators then reach what a register feeds. `threshold+1`/`-1` on a wait that reads a
+register is the register's `init` plus or minus one at that wait, and `freeze-var` on
+the register's loop variable is the register never advanced (its step dropped); a
+mutant is a register-free program.
+
 Each mutant is verified like the original; it is `killed` when the check refutes the
 property (its verdict says how), `equivalent` when it still holds (the mutated wait
 was masked or redundant: worth a look), `unknown` when a budget was hit (never
@@ -28,6 +35,7 @@ import attrs
 
 from semantics.ir import Barrier, BinOp, Const, Count, For, If, Iters, Op, Program, Var, Wait, map_expr, walk_expr
 from semantics.printer import print_expr
+from semantics.registers import inline_registers
 from verify.engines import select
 from verify.fanout import SERIAL, FanOut, ordered_map
 from verify.verdicts import CheckOptions, CheckResult, MutantStatus, Verdict
@@ -96,7 +104,9 @@ def _retarget(op: Op, engines: tuple[str, ...]) -> list:
 
 
 def mutants(program: Program) -> list[Mutant]:
-    """Every mutant of a synchronized program, in source order."""
+    """Every mutant of a synchronized program, in source order (loop registers replaced
+    by their values first: see the module docstring)."""
+    program = inline_registers(program)
     found: list[Mutant] = []
 
     def rebuild(body, path, loops, emit):

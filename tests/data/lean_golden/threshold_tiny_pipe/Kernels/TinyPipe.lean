@@ -21,7 +21,7 @@ def tinyPipe : Program :=
         (block [
           .loop "j" (.const 0) (.add (.var "i") (.const 1))
             (block [
-              .op { engine := "LD", name := "load", writes := [⟨"a", [.elem (.fmod (.var "j") (.const 2))]⟩], waits := [⟨"PE", .ite (.cmp .ge (.var "j") (.const 2)) (.sub (.iters "j") (.const 2)) (.sub (.sub (.count "PE") (.var "j")) (.fmod (.sub (.sub (.var "i") (.fmod (.var "j") (.const 2))) (.const 1)) (.const 2)))⟩] },
+              .op { engine := "LD", name := "load", writes := [⟨"a", [.elem (.fmod (.var "j") (.const 2))]⟩], waits := [⟨"PE", .ite (.cmp .ge (.var "j") (.const 2)) (.sub (.iters "j") (.const 2)) (.sub (.sub (.count "PE") (.var "j")) (.fmod (.sub (.sub (.var "i") (.const 1)) (.fmod (.var "j") (.const 2))) (.const 2)))⟩] },
               .op { engine := "PE", name := "mm", reads := [⟨"a", [.elem (.fmod (.var "j") (.const 2))]⟩], writes := [⟨"acc", []⟩], waits := [⟨"LD", .iters "j"⟩] }
             ])
         ]),

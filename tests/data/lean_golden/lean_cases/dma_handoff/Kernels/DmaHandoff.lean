@@ -21,7 +21,7 @@ def dmaHandoff : Program :=
       .loop "i" (.const 0) (.var "N")
         (block [
           .op { engine := "PE", name := "mm", writes := [⟨"x", [.elem (.fmod (.var "i") (.const 2))]⟩] },
-          .op { engine := "SP", name := "load", reads := [⟨"x", [.elem (.fmod (.var "i") (.const 2))]⟩], writes := [⟨"y", [.elem (.var "i")]⟩], waits := [⟨"PE", .add (.mul (.const 2) (.var "i")) (.const 1)⟩], via := some "q0" },
+          .op { engine := "SP", name := "load", reads := [⟨"x", [.elem (.fmod (.var "i") (.const 2))]⟩], writes := [⟨"y", [.elem (.var "i")]⟩], waits := [⟨"PE", .add (.const 1) (.mul (.const 2) (.var "i"))⟩], via := some "q0" },
           .op { engine := "PE", name := "use", reads := [⟨"y", [.elem (.var "i")]⟩], waits := [⟨"q0", .mul (.const 4) (.add (.var "i") (.const 1))⟩] }
         ])
     ]) }

@@ -21,7 +21,7 @@ def layernorm : Program :=
       .op { engine := "DMA1", name := "ld_beta", writes := [⟨"beta", []⟩], lat := .add (.const 1800) (.mul (.const 4096) (.var "NS")) },
       .loop "i" (.const 0) (.var "RT")
         (block [
-          .op { engine := "DMA0", name := "ld_x", writes := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .range (.const 0) (.var "NS")]⟩], lat := .add (.const 1800) (.mul (.const 4096) (.var "NS")), waits := [⟨"DVE", .ite (.and (.cmp .ge (.var "i") (.const 2)) (.cmp .gt (.var "NS") (.const 0))) (.sub (.sub (.count "DVE") (.var "NS")) (.const 2)) (.const 0)⟩] },
+          .op { engine := "DMA0", name := "ld_x", writes := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .range (.const 0) (.var "NS")]⟩], lat := .add (.const 1800) (.mul (.const 4096) (.var "NS")), waits := [⟨"DVE", .ite (.and (.cmp .ge (.var "i") (.const 2)) (.cmp .gt (.var "NS") (.const 0))) (.sub (.count "DVE") (.add (.var "NS") (.const 2))) (.const 0)⟩] },
           .loop "j" (.const 0) (.var "NS")
             (block [
               .op { engine := "DVE", name := "stats", reads := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .elem (.var "j")]⟩], writes := [⟨"stats", [.elem (.fmod (.var "i") (.const 2)), .elem (.var "j")]⟩], lat := .const 576, waits := [⟨"DMA0", .count "DMA0"⟩] }
