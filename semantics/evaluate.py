@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from semantics.errors import EvalError
-from semantics.ir import And, BinOp, Compare, Const, Count, IfExpr, Iters, Max, Min, Neg, Not, Or, Var, count_key
+from semantics.ir import And, BinOp, Compare, Const, Count, IfExpr, Iters, Max, Min, Neg, Not, Or, Var, count_key, fold_expr
 
 _COMPARE = {
     "==": lambda a, b: a == b,
@@ -70,3 +70,20 @@ def eval_cond(node, env: Mapping[str, int], iters: Mapping[str, int] | None = No
         case Not(operand=a):
             return not eval_cond(a, env, iters)
     raise TypeError(f"not a condition: {node!r}")
+
+
+def _arithmetic_ops(node, inner: tuple) -> int:
+    if not inner:  # a literal or a name
+        return 0
+    if isinstance(node, IfExpr):  # the condition, then the branch taken (the costlier)
+        cond, then, else_ = inner
+        return 1 + cond + max(then, else_)
+    return 1 + sum(inner)
+
+
+def arithmetic_ops(node) -> int:
+    """Arithmetic operations evaluating an expression costs at run time, as the timing
+    model and the cost function count them: a literal or a name (a parameter, a loop
+    variable or register, `iters(v)`, `count(F)`) is free, an `if` costs one plus its
+    condition and its costlier branch, every other operator one."""
+    return fold_expr(node, _arithmetic_ops)

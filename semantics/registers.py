@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import attrs
 
+from semantics.evaluate import arithmetic_ops
 from semantics.ir import BinOp, Const, For, If, Op, Program, Register, Var, map_expr, walk_stmts
 
 
@@ -24,10 +25,28 @@ def has_registers(program: Program) -> bool:
     return any(isinstance(s, For) and s.registers for s in walk_stmts(program.body))
 
 
+def stepped(register: Register) -> bool:
+    """Whether the register is advanced at back-edges (a literal `step 0` is no step)."""
+    return register.step is not None and register.step != Const(0)
+
+
+def register_ops(register: Register) -> tuple[int, int]:
+    """The arithmetic operations a register costs (the timing model and the cost
+    function): setting it at a loop entry, at least one; advancing it at a back-edge, its
+    step's operations and the add (0 without a step). Registers its header reads are atoms."""
+    return max(1, arithmetic_ops(register.init)), (1 + arithmetic_ops(register.step)) if stepped(register) else 0
+
+
+def registers_of(program: Program) -> dict[str, tuple[For, Register]]:
+    """Every loop register of `program` by name (names are unique in a kernel), with its loop."""
+    return {reg.name: (stmt, reg) for stmt in walk_stmts(program.body) if isinstance(stmt, For)
+            for reg in stmt.registers}
+
+
 def register_value(register: Register, loop: For):
     """The value of `register` (declared on `loop`) in iteration `loop.var`, from its
     header: `init + step * (var - lo)` (`init` without a step)."""
-    if register.step is None or register.step == Const(0):
+    if not stepped(register):
         return register.init
     offset = Var(loop.var) if loop.lo == Const(0) else BinOp("-", Var(loop.var), loop.lo)
     scaled = offset if register.step == Const(1) else BinOp("*", register.step, offset)

@@ -31,7 +31,9 @@ import attrs
 from semantics.errors import SyncproofError
 from semantics.ir import Barrier, Op, Program, walk_stmts
 from semantics.sequential import UnrollLimit, count_instances, unroll
-from verify.timing.scheduler import arithmetic_ops, load_profile, register_ops, registers_of
+from semantics.evaluate import arithmetic_ops
+from semantics.registers import register_ops, registers_of
+from verify.timing.scheduler import load_profile
 from verify.timing.scheduler import simulate as simulate_unrolled
 
 DEFAULT_PROFILE = "trainium"

@@ -29,25 +29,16 @@ from __future__ import annotations
 
 import attrs
 
+from semantics.evaluate import arithmetic_ops
 from semantics.ir import (
     BinOp, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Op, Program, Register, Var, expr_children, walk_expr, walk_stmts,
     with_children,
 )
-
-
-def arithmetic_ops(node) -> int:
-    """Run-time operations of an expression, as verify/cost.py counts them: an `if`
-    costs one, its condition and its costlier branch."""
-    inner = [arithmetic_ops(child) for child in expr_children(node)]
-    if not inner:
-        return 0
-    if isinstance(node, IfExpr):
-        return 1 + inner[0] + max(inner[1], inner[2])
-    return 1 + sum(inner)
+from semantics.registers import register_ops
 
 
 def _register_cost(reg: Register) -> int:
-    return max(1, arithmetic_ops(reg.init)) + (0 if reg.step is None else 1 + arithmetic_ops(reg.step))
+    return sum(register_ops(reg))
 
 
 def static_cost(program: Program) -> int:

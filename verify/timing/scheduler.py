@@ -73,11 +73,10 @@ from pathlib import Path
 import attrs
 
 from semantics.errors import EvalError, SyncproofError
-from semantics.evaluate import eval_expr
-from semantics.ir import (
-    Const, For, If, IfExpr, Iters, Op, Program, Register, Var, count_key, fold_expr, walk_expr, walk_stmts,
-)
+from semantics.evaluate import arithmetic_ops, eval_expr
+from semantics.ir import For, If, Iters, Op, Program, Var, count_key, walk_expr, walk_stmts
 from semantics.machines import COMPLETE, ISSUE, Counter, Label, Reference
+from semantics.registers import register_ops, registers_of
 from semantics.sequential import Unrolled, counted_engines
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
@@ -148,20 +147,6 @@ def load_profile(name_or_path: str) -> Profile:
                    **{k: v for k, v in costs.items() if k != "name"})
 
 
-def _arithmetic_ops(node, inner: tuple) -> int:
-    if not inner:  # a literal or a name
-        return 0
-    if isinstance(node, IfExpr):  # the condition, then the branch taken (the costlier)
-        cond, then, else_ = inner
-        return 1 + cond + max(then, else_)
-    return 1 + sum(inner)
-
-
-def arithmetic_ops(node) -> int:
-    """Arithmetic operations a threshold expression costs to evaluate."""
-    return fold_expr(node, _arithmetic_ops)
-
-
 def instance_latency(unrolled: Unrolled, inst) -> int:
     """The latency of one instance: the literal, or the expression evaluated with the
     parameter values and the instance's loop variables (an EvalError when negative)."""
@@ -213,25 +198,6 @@ def count_bodies(program: Program) -> dict[str, int]:
 
     visit(program.body, 0)
     return out
-
-
-def stepped(register: Register) -> bool:
-    """Whether the register is advanced at back-edges (a literal `step 0` is no step, as in
-    semantics/registers.py `register_value`)."""
-    return register.step is not None and register.step != Const(0)
-
-
-def register_ops(register: Register) -> tuple[int, int]:
-    """The arithmetic operations a register costs: (setting it at a loop entry, at least
-    one; advancing it at a back-edge: its step's operations and the add, 0 without a step).
-    Registers its header reads are atoms."""
-    return max(1, arithmetic_ops(register.init)), (1 + arithmetic_ops(register.step)) if stepped(register) else 0
-
-
-def registers_of(program: Program) -> dict[str, tuple[For, Register]]:
-    """Every loop register of `program` by name (names are unique in a kernel), with its loop."""
-    return {reg.name: (stmt, reg) for stmt in walk_stmts(program.body) if isinstance(stmt, For)
-            for reg in stmt.registers}
 
 
 def register_readers(program: Program) -> dict[str, frozenset[str]]:
