@@ -143,7 +143,7 @@ def descendants() -> list:
 
 def end_descendants() -> None:
     """SIGSTOP every descendant until no new one appears (a stopped process forks no
-    other), then SIGKILL them all and wait (at most 2 s) until they have exited."""
+    other), then SIGKILL them all and wait (at most 5 s) until they have exited."""
     import psutil
 
     seen: dict[int, object] = {}
@@ -165,6 +165,6 @@ def end_descendants() -> None:
     # Gone before the command is: a killed process still takes a moment to exit (on a
     # loaded machine, longer), and a caller that looks at once must find none left.
     try:
-        psutil.wait_procs(list(seen.values()), timeout=2.0)
+        psutil.wait_procs(list(seen.values()), timeout=5.0)
     except psutil.Error:
         pass
