@@ -19,10 +19,10 @@ requires (no index of the loop or of a loop inside it, no `iters` of such loops,
 `count(F)` of an engine with ops inside it), at the outermost loop where that holds.
 
 It never adds arithmetic as verify/cost.py counts it (the operations of each threshold,
-plus each register's initial value, at least one, and its step plus one): moving a
-sub-expression of k >= 1 operations costs k in either place, an atom is never moved, a
-register shared by several waits is counted once, and a stepped register replaces a
-product and an addition. The program is returned unchanged if the count would grow.
+plus each register's initial value, at least one, and its step plus one): a wait is
+rewritten only when its operations and those of the registers made for it (one made for
+an earlier wait is free) are no more than before, so the sum over the program cannot
+grow.
 """
 
 from __future__ import annotations
@@ -62,8 +62,7 @@ def with_loop_registers(program: Program) -> Program:
     body = rewriter.body(program.body, ())
     if not rewriter.made:
         return program
-    out = attrs.evolve(program, body=rewriter.place(body))
-    return out if static_cost(out) <= static_cost(program) else program
+    return attrs.evolve(program, body=rewriter.place(body))
 
 
 class _Rewriter:
@@ -75,6 +74,8 @@ class _Rewriter:
             if isinstance(stmt, Op):
                 self.taken.update(n.name for w in stmt.waits for n in walk_expr(w.threshold) if isinstance(n, Var))
         self.made: dict = {}  # (id of loop, init, step) -> Register, in order of creation
+        self.log: list = []  # (key, Register) in order of creation: a wait's own are the last ones
+        self.number = 1  # the next register name tried: r1, r2, ...
         self.owner: dict[str, int] = {}  # register name -> the depth of its loop
         self.loop_of: dict[int, For] = {}
         self.floor = 0  # the op being rewritten: its loops outside its innermost `if`
@@ -131,31 +132,69 @@ class _Rewriter:
     def rewrite(self, threshold, loops: tuple):
         """The threshold reading registers, where that is no more arithmetic than before
         (counting the registers made for it; one made for an earlier wait is free)."""
-        before = dict(self.made)
+        self.loops, self.deps, self.costs = loops, {}, {}
+        self.var_depth = {loop.node.var: d for d, loop in enumerate(loops)}
+        before = len(self.log)
         out = self.reduce(threshold, loops)
-        made = [reg for key, reg in self.made.items() if key not in before]
-        if arithmetic_ops(out) + sum(map(_register_cost, made)) <= arithmetic_ops(threshold):
+        made = self.log[before:]
+        if self.ops(out) + sum(_register_cost(reg) for _, reg in made) <= self.ops(threshold):
             return out
-        self.made = before
-        for reg in made:
-            del self.owner[reg.name]
+        for key, reg in made:
+            del self.made[key], self.owner[reg.name]
+        del self.log[before:]
         return threshold
 
     # ---- the rewrite of one expression, evaluated inside loops[-1]
-    def invariant(self, node, loop: _Loop, depth: int) -> bool:
-        """`node` holds one value while `loop` (at `depth`, 0 the outermost) runs."""
-        for sub in walk_expr(node):
-            match sub:
-                case Var(name=name):
-                    if name in loop.inner_vars or self.owner.get(name, -1) >= depth:
-                        return False
-                case Iters(var=var):
-                    if var in loop.inner_vars:
-                        return False
-                case Count(engine=engine):
-                    if engine in loop.counted:
-                        return False
-        return True
+    def dep(self, node) -> int:
+        """The depth (0: the outermost) of the innermost of the op's loops in which `node`
+        changes while it runs, -1 for none: a loop's index, a register of the loop, `iters`
+        of the loop or of a loop inside it, `count(F)` with F-ops inside it. Memoized per
+        threshold (the nodes live as long as it)."""
+        hit = self.deps.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        kind = type(node)
+        if kind is Var:
+            depth = self.owner.get(node.name, -1)
+            if depth < 0:
+                depth = self.var_depth.get(node.name, -1)
+        elif kind is Iters:
+            depth = self.iters_depth(node.var)
+        elif kind is Count:
+            depth = self.count_depth(node.engine)
+        else:
+            depth = -1
+            for child in expr_children(node):
+                d = self.dep(child)
+                if d > depth:
+                    depth = d
+        self.deps[id(node)] = (node, depth)
+        return depth
+
+    def iters_depth(self, var: str) -> int:
+        return max((d for d, l in enumerate(self.loops) if var in l.inner_vars), default=-1)
+
+    def count_depth(self, engine: str) -> int:
+        return max((d for d, l in enumerate(self.loops) if engine in l.counted), default=-1)
+
+    def invariant(self, node, depth: int) -> bool:
+        """`node` holds one value while the op's loop at `depth` runs."""
+        return self.dep(node) < depth
+
+    def ops(self, node) -> int:
+        """`arithmetic_ops(node)`, memoized per threshold."""
+        hit = self.costs.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        children = expr_children(node)
+        if not children:
+            cost = 0
+        elif type(node) is IfExpr:
+            cost = 1 + self.ops(children[0]) + max(self.ops(children[1]), self.ops(children[2]))
+        else:
+            cost = 1 + sum(self.ops(child) for child in children)
+        self.costs[id(node)] = (node, cost)
+        return cost
 
     def reduce(self, node, loops: tuple):
         if len(loops) <= self.floor:
@@ -163,14 +202,12 @@ class _Rewriter:
         depth = len(loops) - 1
         if not isinstance(node, _INTEGER):  # a condition: a register holds an integer
             return with_children(node, tuple(self.reduce(child, loops) for child in expr_children(node)))
-        if isinstance(node, IfExpr) and self.invariant(node.cond, loops[-1], depth):
-            node = _factor(node, lambda t: self.invariant(t, loops[-1], depth))
-        if self.invariant(node, loops[-1], depth):
-            if arithmetic_ops(node) == 0:
+        if isinstance(node, IfExpr) and self.invariant(node.cond, depth):
+            node = _factor(node, lambda t: self.invariant(t, depth))
+        if self.invariant(node, depth):
+            if self.ops(node) == 0:
                 return node
-            outer = depth
-            while outer > self.floor and self.invariant(node, loops[outer - 1], outer - 1):
-                outer -= 1
+            outer = max(self.dep(node) + 1, self.floor)
             return self.register(loops[: outer + 1], self.reduce(node, loops[:outer]), None)
         terms = _terms(node)
         if len(terms) > 1:
@@ -179,12 +216,12 @@ class _Rewriter:
 
     def reduce_sum(self, terms: list, loops: tuple):
         loop, depth = loops[-1], len(loops) - 1
-        fixed = [(sign, t) for sign, t in terms if self.invariant(t, loop, depth)]
-        moving = [(sign, t) for sign, t in terms if not self.invariant(t, loop, depth)]
+        fixed = [(sign, t) for sign, t in terms if self.invariant(t, depth)]
+        moving = [(sign, t) for sign, t in terms if not self.invariant(t, depth)]
         if len(moving) == 1 and loop.node.lo == Const(0):
             sign, term = moving[0]
             scale = _scale(term, loop.node.var)
-            if scale is not None and scale != Const(1) and self.invariant(scale, loop, depth):
+            if scale is not None and scale != Const(1) and self.invariant(scale, depth):
                 # init + scale * v: a register of this loop advanced by `scale` at each back-edge
                 init = self.reduce(_sum(fixed), loops[:-1]) if fixed else Const(0)
                 step = self.reduce(scale if sign > 0 else _negate(scale), loops[:-1])
@@ -199,22 +236,22 @@ class _Rewriter:
     def register(self, loops: tuple, init, step):
         """The register of `loops[-1]` holding `init` (advanced by `step`): a new one,
         or the one made before for the same header; `init` itself when it is an atom."""
-        if step is None and arithmetic_ops(init) == 0:
+        if step is None and self.ops(init) == 0:
             return init
         key = (id(loops[-1].node), init, step)
         reg = self.made.get(key)
         if reg is None:
             reg = Register(self.fresh(), init, step)
             self.made[key] = reg
+            self.log.append((key, reg))
             self.owner[reg.name] = len(loops) - 1
         return Var(reg.name)
 
     def fresh(self) -> str:
-        n = len(self.made) + 1
-        while f"r{n}" in self.taken:
-            n += 1
-        self.taken.add(f"r{n}")
-        return f"r{n}"
+        while f"r{self.number}" in self.taken:
+            self.number += 1
+        self.taken.add(f"r{self.number}")
+        return f"r{self.number}"
 
 
 _INTEGER = (BinOp, Const, Count, IfExpr, Iters, Max, Min, Neg, Var)

@@ -13,7 +13,7 @@ import pytest
 from algorithm.registry import sync_threshold
 from algorithm.threshold import registers as pass_mod
 from algorithm.threshold.options import PlannerOptions
-from semantics.ir import For, walk_stmts
+from semantics.ir import For, Iters, walk_stmts
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
 from verify.cost import cost_of
@@ -90,13 +90,13 @@ def test_the_pass_is_deterministic():
 
 
 def test_a_register_for_a_value_that_changes_in_its_loop_is_caught(monkeypatch):
-    """Broken variant: `iters(w)` of a loop inside the register's loop taken as fixed.
-    The register then holds the value at loop entry, and the oracle sees it differ."""
-    original = pass_mod._Rewriter.invariant
+    """Broken variant: `iters(w)` taken as fixed in every loop, also where w runs inside
+    the loop. The register then holds the value at loop entry, and the oracle sees it differ."""
+    original = pass_mod._Rewriter.dep
 
-    def broken(self, node, loop, depth):
-        return original(self, node, pass_mod._Loop(loop.node, frozenset({loop.node.var}), loop.counted), depth)
+    def broken(self, node):
+        return -1 if isinstance(node, Iters) else original(self, node)
 
-    monkeypatch.setattr(pass_mod._Rewriter, "invariant", broken)
+    monkeypatch.setattr(pass_mod._Rewriter, "dep", broken)
     plain, registered = _plans(ROOT / "kernels/suite/matmul_fully_optimized.sync")
     assert _same_thresholds(plain, registered) != []
