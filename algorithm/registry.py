@@ -144,7 +144,10 @@ def sync_threshold(program: Program, conflicts=None, options=None) -> SyncResult
             return SyncResult(synced, SyncStats(strategy="threshold", **_counts(synced), **fields))
 
         result = plan(program, options, stats)
-    if options.loop_registers:
+    if options.loop_registers and not result.stats.slices:
+        # Not on a plan composed by statement: a long program is planned from a few
+        # statement shapes in linear time, and the pass over each of its waits would cost
+        # twice the plan (docs/planner.md, "Loop registers").
         result = attrs.evolve(result, program=with_loop_registers(result.program))
     return result
 
