@@ -21,7 +21,8 @@ MAX_INSTANCES = 2_000_000  # per timed run: beyond this, memory and time run awa
 class Simulation:
     """One timed run: `cycles` in total and, per engine, `busy` (running instances),
     `stall` (blocked by waits or barriers) and `overhead` (evaluating waits, tracking
-    loop counts) cycles, at the valuation `param`, on `profile`. `timeline` is the
+    loop and engine counts, setting and advancing loop registers) cycles, at the valuation
+    `param`, on `profile`. `timeline` is the
     scheduler's whole record (verify/timing/scheduler.py `Timeline`: the trace taken and
     the slices a Perfetto trace shows)."""
 
