@@ -29,22 +29,11 @@ from __future__ import annotations
 
 import attrs
 
-from semantics.evaluate import arithmetic_ops
 from semantics.ir import (
     BinOp, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Op, Program, Register, Var, expr_children, walk_expr, walk_stmts,
     with_children,
 )
 from semantics.registers import register_ops
-
-
-def _register_cost(reg: Register) -> int:
-    return sum(register_ops(reg))
-
-
-def static_cost(program: Program) -> int:
-    waits = sum(arithmetic_ops(w.threshold) for s in walk_stmts(program.body) if isinstance(s, Op) for w in s.waits)
-    registers = sum(_register_cost(r) for s in walk_stmts(program.body) if isinstance(s, For) for r in s.registers)
-    return waits + registers
 
 
 @attrs.frozen
@@ -60,9 +49,7 @@ def with_loop_registers(program: Program) -> Program:
         return program
     rewriter = _Rewriter(program)
     body = rewriter.body(program.body, ())
-    if not rewriter.made:
-        return program
-    return attrs.evolve(program, body=rewriter.place(body))
+    return attrs.evolve(program, body=body) if rewriter.log else program
 
 
 class _Rewriter:
@@ -73,11 +60,10 @@ class _Rewriter:
                 self.taken.add(stmt.var)
             if isinstance(stmt, Op):
                 self.taken.update(n.name for w in stmt.waits for n in walk_expr(w.threshold) if isinstance(n, Var))
-        self.made: dict = {}  # (id of loop, init, step) -> Register, in order of creation
-        self.log: list = []  # (key, Register) in order of creation: a wait's own are the last ones
+        self.made: dict = {}  # id of loop -> {(init, step): Register}, in order of creation
+        self.log: list = []  # (id of loop, (init, step), Register) in order of creation: a wait's own are last
         self.number = 1  # the next register name tried: r1, r2, ...
         self.owner: dict[str, int] = {}  # register name -> the depth of its loop
-        self.loop_of: dict[int, For] = {}
         self.floor = 0  # the op being rewritten: its loops outside its innermost `if`
 
     # ---- the walk over the program
@@ -97,37 +83,15 @@ class _Rewriter:
                     inner = [s for s in walk_stmts((stmt,))]
                     loop = _Loop(stmt, frozenset(s.var for s in inner if isinstance(s, For)),
                                  frozenset(s.queue or s.engine for s in inner if isinstance(s, Op)))
-                    self.loop_of[id(stmt)] = stmt
-                    out.append(attrs.evolve(stmt, body=self.body(stmt.body, loops + (loop,), floor)))
+                    inner_body = self.body(stmt.body, loops + (loop,), floor)  # makes the loop's registers
+                    made = tuple(self.made.pop(id(stmt), {}).values())
+                    out.append(attrs.evolve(stmt, body=inner_body, registers=stmt.registers + made))
                 case If():
                     out.append(attrs.evolve(stmt, then=self.body(stmt.then, loops, len(loops)),
                                             else_=self.body(stmt.else_, loops, len(loops))))
                 case _:
                     out.append(stmt)
         return tuple(out)
-
-    def place(self, body) -> tuple:
-        """Put the registers made into their loops' headers (the loops were rebuilt
-        around new bodies: they are found again by their position in the walk)."""
-        by_loop: dict[int, list[Register]] = {}
-        for (loop_id, _, _), reg in self.made.items():
-            by_loop.setdefault(loop_id, []).append(reg)
-        order = [id(s) for s in self.loop_of.values()]
-        rebuilt = iter(order)
-
-        def visit(stmts) -> tuple:
-            out = []
-            for stmt in stmts:
-                if isinstance(stmt, For):
-                    key = next(rebuilt)
-                    stmt = attrs.evolve(stmt, body=visit(stmt.body),
-                                        registers=stmt.registers + tuple(by_loop.get(key, ())))
-                elif isinstance(stmt, If):
-                    stmt = attrs.evolve(stmt, then=visit(stmt.then), else_=visit(stmt.else_))
-                out.append(stmt)
-            return tuple(out)
-
-        return visit(body)
 
     def rewrite(self, threshold, loops: tuple):
         """The threshold reading registers, where that is no more arithmetic than before
@@ -137,10 +101,10 @@ class _Rewriter:
         before = len(self.log)
         out = self.reduce(threshold, loops)
         made = self.log[before:]
-        if self.ops(out) + sum(_register_cost(reg) for _, reg in made) <= self.ops(threshold):
+        if self.ops(out) + sum(sum(register_ops(reg)) for _, _, reg in made) <= self.ops(threshold):
             return out
-        for key, reg in made:
-            del self.made[key], self.owner[reg.name]
+        for loop_id, key, reg in made:
+            del self.made[loop_id][key], self.owner[reg.name]
         del self.log[before:]
         return threshold
 
@@ -238,12 +202,12 @@ class _Rewriter:
         or the one made before for the same header; `init` itself when it is an atom."""
         if step is None and self.ops(init) == 0:
             return init
-        key = (id(loops[-1].node), init, step)
-        reg = self.made.get(key)
+        loop_id, key = id(loops[-1].node), (init, step)
+        reg = self.made.setdefault(loop_id, {}).get(key)
         if reg is None:
             reg = Register(self.fresh(), init, step)
-            self.made[key] = reg
-            self.log.append((key, reg))
+            self.made[loop_id][key] = reg
+            self.log.append((loop_id, key, reg))
             self.owner[reg.name] = len(loops) - 1
         return Var(reg.name)
 
