@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
 
 from algorithm.registry import sync_threshold
 from algorithm.threshold import registers as pass_mod
@@ -16,7 +17,10 @@ from algorithm.threshold.options import PlannerOptions
 from semantics.ir import For, Iters, walk_stmts
 from semantics.parser import parse, parse_file
 from semantics.printer import print_program
-from verify.cost import cost_of
+from semantics.errors import EvalError
+from semantics.evaluate import arithmetic_ops
+from verify.cost import arithmetic, cost_of
+from verify.search.generators import programs
 
 from tests.support.corpus import ALL_KERNELS, ROOT, kernel_id
 from tests.support.oracle import unroll_program
@@ -80,7 +84,7 @@ def test_the_pass_moves_the_invariant_part_of_matmul_waits():
     _, registered = _plans(ROOT / "kernels/suite/matmul_fully_optimized.sync")
     mm = next(s for s in walk_stmts(registered.body) if getattr(s, "name", None) == "mm")
     # `bk + iters(bkr) - TK + 1` becomes one addition to a register of an outer loop
-    assert [pass_mod.arithmetic_ops(w.threshold) for w in mm.waits] == [1, 1, 0]
+    assert [arithmetic_ops(w.threshold) for w in mm.waits] == [1, 1, 0]
     assert cost_of(registered).arithmetic < cost_of(_plans(ROOT / "kernels/suite/matmul_fully_optimized.sync")[0]).arithmetic
 
 
@@ -100,3 +104,21 @@ def test_a_register_for_a_value_that_changes_in_its_loop_is_caught(monkeypatch):
     monkeypatch.setattr(pass_mod._Rewriter, "dep", broken)
     plain, registered = _plans(ROOT / "kernels/suite/matmul_fully_optimized.sync")
     assert _same_thresholds(plain, registered) != []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(synced=True, max_depth=3, max_waits=3, max_instances=40))
+def test_the_pass_keeps_every_threshold_value_on_generated_kernels(program):
+    """Generated kernels with random wait thresholds (`if`, `min`, `max`, `//`, `%`, `iters`,
+    `count`): the pass keeps every instance's values (a threshold that divides by zero is
+    left out), writes valid text and adds no arithmetic."""
+    registered = pass_mod.with_loop_registers(program)
+    assert parse(print_program(registered)) == registered
+    assert arithmetic(registered) <= arithmetic(program)
+    for values in _valuations(program):
+        try:
+            before = _wait_values(program, values)
+            after = _wait_values(registered, values)
+        except (EvalError, ZeroDivisionError):
+            assume(False)
+        assert after == before
