@@ -154,17 +154,16 @@ def sync_threshold(program: Program, conflicts=None, options=None) -> SyncResult
 
 @collections_off()
 def _sync_barrier(program: Program) -> SyncResult:
-    from algorithm.barrier import apply_barrier_plan, plan_barrier
+    from algorithm.barrier import barrier_layout
 
     program = _without_peer_clauses(program)
     if program.queues:  # DMA queues: plan the transfer view (algorithm/queues.py)
         return _on_queues(_sync_barrier, program)
-    plan = plan_barrier(program)  # planned once: it is the costly part
-    synced = apply_barrier_plan(program, plan)
-    return SyncResult(synced, SyncStats(strategy="barrier", dependence_pairs=plan.dependence_pairs,
-                                        **_counts(synced), dropped_redundant=0, local_barriers=len(plan.local),
-                                        notes=[f"a local barrier before {name}: its waits cannot be counted"
-                                               for name in sorted(plan.local)]))
+    layout = barrier_layout(program)
+    notes = [f"a local barrier before {name}: its waits cannot be counted" for name in sorted(layout.local)]
+    return SyncResult(layout.program, SyncStats(strategy="barrier", dependence_pairs=layout.dependence_pairs,
+                                                **_counts(layout.program), dropped_redundant=layout.dropped_redundant,
+                                                local_barriers=len(layout.local), notes=notes + list(layout.notes)))
 
 
 @collections_off()

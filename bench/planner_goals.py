@@ -6,7 +6,8 @@ Rows (CPU seconds of the strategy alone, in process; peak memory of that process
 - every kernel of kernels/ (corpus, suite, SNAX .mlir), each in its own process: how many
   plan in < 0.1 s, the slowest ones, and the largest peak memory (< 200 MiB);
 - the reproducers of ../shared/repro (when present): nested ifs, the GEMM with
-  `if k == 0`, 24 straight-line ops;
+  `if k == 0`, 24 straight-line ops, `% K` indices with DMA queues (under `threshold`,
+  and under `barrier`, whose layout plans each region between barriers on its own);
 - one loop body of 1,000 and 10,000 ops over 5 engines (bench/generate.py wide_body_kernel);
 - the chain of pipelined loop nests (bench/generate.py chain_kernel) at 1,000 ops, and with
   --large at 100,000 ops (< 20 s, < 1 GiB);
@@ -36,12 +37,13 @@ from semantics.parser import parse
 import generate
 rows = []
 for spec in {specs!r}:
+    strategy, _, spec = spec.rpartition("@")
     program = load(spec) if not spec.startswith("gen:") else parse(eval("generate." + spec[4:]))
     cpu = time.process_time()
-    result = get_strategy("threshold")(program)
+    result = get_strategy(strategy or "threshold")(program)
     cpu = time.process_time() - cpu
     stats = result.stats
-    stage = "closed" if stats.slices is None and not stats.conservative and stats.fallback is None and {closed}(program) else (
+    stage = "barrier layout" if strategy else "closed" if stats.slices is None and not stats.conservative and stats.fallback is None and {closed}(program) else (
         "by statement" if stats.slices else "general")
     rows.append({{"what": spec, "cpu": round(cpu, 3), "waits": stats.waits, "stage": stage}})
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -77,10 +79,12 @@ def main() -> int:
                          "by_stage": {s: sum(r["stage"] == s for r in suite["rows"]) for s in ("closed", "by statement", "general")},
                          "slowest": sorted(suite["rows"], key=lambda r: -r["cpu"])[:8]}
     goals = []
-    for name in ("threshold_slow_nested_ifs", "gemm_psum_if", "straight_line_24_ops"):
+    for name in ("threshold_slow_nested_ifs", "gemm_psum_if", "straight_line_24_ops", "barrier_slow_mod_k"):
         path = REPRO / f"{name}.sync"
         if path.exists():
             goals.append((name, [str(path)], 0.1, None))
+    if (REPRO / "barrier_slow_mod_k.sync").exists():
+        goals.append(("barrier_slow_mod_k, strategy barrier", [f"barrier@{REPRO / 'barrier_slow_mod_k.sync'}"], 0.1, None))
     goals += [("wide body, 1,000 ops", ["gen:wide_body_kernel(1000)"], 1.0, 200),
               ("wide body, 10,000 ops", ["gen:wide_body_kernel(10000)"], 15.0, None),
               ("chain, 1,000 ops", ["gen:chain_kernel(250)"], 0.2, None),

@@ -54,8 +54,9 @@ def _lin(constant: int, *terms) -> object:
 
 
 class Planner:
-    def __init__(self, program: Program, flat: Flat, conflicts):
+    def __init__(self, program: Program, flat: Flat, conflicts, count_registers: bool = True):
         self.program, self.flat, self.conflicts = program, flat, conflicts
+        self.count_registers = count_registers
         self.segment, self.position, self.rank = {}, {}, {}
         for name, ops in (("prefix", flat.prefix), ("body", flat.body), ("suffix", flat.suffix)):
             seen: dict = {}
@@ -303,10 +304,11 @@ def _substitute(expr, var: str, value):
     return subst(expr, {var: value})
 
 
-def plan_closed(program: Program, conflicts=conflicting_pairs) -> tuple[Flat, ClosedPlan]:
-    """The thresholds of a flat program, over HI (NotFlat when it is not one)."""
+def plan_closed(program: Program, conflicts=conflicting_pairs, count_registers: bool = True) -> tuple[Flat, ClosedPlan]:
+    """The thresholds of a flat program, over HI (NotFlat when it is not one);
+    `count_registers`: whether a threshold may read `count(F)`."""
     flat = flat_shape(program)
-    planner = Planner(program, flat, conflicts)
+    planner = Planner(program, flat, conflicts, count_registers)
     thresholds = {}
     for y in (*flat.prefix, *flat.body, *flat.suffix):
         for engine in program.engines:
@@ -319,7 +321,8 @@ def plan_closed(program: Program, conflicts=conflicting_pairs) -> tuple[Flat, Cl
     return flat, ClosedPlan(thresholds, planner.dependence_pairs(), planner.distance, planner.index_cache)
 
 
-def sync_closed(program: Program, conflicts=conflicting_pairs, max_instances: int = 2_000_000):
+def sync_closed(program: Program, conflicts=conflicting_pairs, max_instances: int = 2_000_000,
+                count_registers: bool = True):
     """(plan entries, dependence pairs, waits dropped as redundant) of a flat program,
     checked by a concrete run of at most `max_instances` instances (concrete.py); None
     when the program is not flat."""
@@ -327,7 +330,7 @@ def sync_closed(program: Program, conflicts=conflicting_pairs, max_instances: in
     from algorithm.threshold.plan import PlanEntry
 
     try:
-        flat, plan = plan_closed(program, conflicts)
+        flat, plan = plan_closed(program, conflicts, count_registers)
         kept = check_and_reduce(program, flat, plan.thresholds, plan.distance, plan.index_cache, max_instances)
     except NotFlat:
         return None

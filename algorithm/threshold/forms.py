@@ -67,7 +67,7 @@ def _plus(expr, c: int):
 
 class Fitter:
     def __init__(self, var: str, engine: str, period: int, slope: tuple[int, int], start: int, steady: int,
-                 units: list):
+                 units: list, count_register: bool = True):
         self.v, self.engine, self.units = Var(var), engine, tuple(units)
         g = math.gcd(*slope)
         num, den = slope[0] // g, slope[1] // g
@@ -80,7 +80,8 @@ class Fitter:
             cost = (num != 1) + (k != 0) + (den != 1)
             self.leaves.append((cost, lambda c, term=term: _plus(term, c),
                                 lambda p, num=num, k=k, den=den: (num * p.v + k) // den))
-        self.leaves.append((0, lambda c: _plus(Count(engine), c), lambda p: p.register))
+        if count_register:  # off where the register would count from another start (algorithm/barrier.py)
+            self.leaves.append((0, lambda c: _plus(Count(engine), c), lambda p: p.register))
         self.leaves.sort(key=lambda leaf: leaf[0])  # stable: the order above on ties
         self.conds = [_Cond(1, Compare(">=", self.v, Const(k)), lambda v, k=k: v >= k)
                       for k in range(start + 1, steady + 1)]

@@ -294,7 +294,7 @@ class GuardedBody:
         units += [(point(v), point(v + L)) for v in range(steady, steady + L) if holds(guard, v)]
         if below:  # each class below `start`: two points, the nearer first
             units += [(point(v), point(v - L)) for v in range(start - L, start) if holds(guard, v)]
-        expr = Fitter(var, engine, L, self.slope(engine), start, steady, units).fit()
+        expr = Fitter(var, engine, L, self.slope(engine), start, steady, units, self.planner.count_registers).fit()
         if expr is None:
             raise NotFlat("a guarded threshold beyond the forms of forms.py")
         return expr

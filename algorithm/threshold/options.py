@@ -47,6 +47,10 @@ class PlannerOptions:
     - `count_registers`: the general stage writes a threshold against the engine-count
       register `count(F)` (docs/language.md) where that is less run-time arithmetic
       (thresholds.py `counted_form`); off, every threshold is a closed form.
+    - `fallback`: where a wait cannot be counted even conservatively, the general stage
+      falls back to the barrier layout (pipeline.py); off, it raises
+      `pipeline.Uncounted` naming the ops instead (the barrier layout plans its regions
+      so, and puts local barriers before them: algorithm/barrier.py).
     - `loop_registers`: the finished thresholds' loop-invariant parts are kept in loop
       registers (registers.py; docs/language.md "Loop registers"); off, every threshold
       is evaluated whole at each instance.
@@ -69,6 +73,7 @@ class PlannerOptions:
     facts_rlimit: int = 2_000_000
     tidy_rlimit: int = 20_000_000
     count_registers: bool = True
+    fallback: bool = True
     loop_registers: bool = True
 
     @stages.validator

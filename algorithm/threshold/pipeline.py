@@ -22,6 +22,7 @@ from typing import Callable
 
 import attrs
 
+from semantics.errors import Unsupported
 from semantics.ir import Program
 from algorithm.threshold.options import PlannerOptions
 from algorithm.threshold.plan import PlanEntry, apply_plan
@@ -30,7 +31,7 @@ from algorithm.threshold.plan import PlanEntry, apply_plan
 def closed_stage(program: Program, options: PlannerOptions, stats):
     from algorithm.threshold.closed import sync_closed
 
-    closed = sync_closed(program, options.conflicts, options.closed_instances)
+    closed = sync_closed(program, options.conflicts, options.closed_instances, options.count_registers)
     if closed is None:
         return None
     entries, pairs, dropped = closed
@@ -55,6 +56,8 @@ def general_stage(program: Program, options: PlannerOptions, stats):
     plan = plan_thresholds(program, options.conflicts, options)
     uncounted = [e for e in plan.entries if e.threshold is None]
     if uncounted:
+        if not options.fallback:
+            raise Uncounted(frozenset(e.op for e in uncounted))
         return barrier_fallback(program, plan, uncounted, options, stats)
     kept, dropped = irredundant(program, plan, options.conflicts, options=options)
     return _result(apply_plan(program, [with_registers(e) for e in kept]), stats, dependence_pairs=plan.dependence_pairs,
@@ -72,14 +75,23 @@ def barrier_fallback(program: Program, plan, uncounted, options: PlannerOptions,
     """Some wait is neither exact nor countable conservatively: the barrier layout, with
     a local barrier before each op whose wait cannot be counted. Sound, not minimal;
     reported, never refused."""
-    from algorithm.barrier import apply_barrier_plan, plan_barrier
+    from algorithm.barrier import barrier_layout
 
-    barrier_plan = plan_barrier(program, plan, options)
+    layout = barrier_layout(program, options, frozenset(e.op for e in uncounted), plan.dependence_pairs)
     notes = [f"{e.op} waits on {e.engine}: {e.note}" for e in uncounted]
-    notes.append(f"fell back to the barrier layout with local barriers before {', '.join(sorted(barrier_plan.local))}")
-    return _result(apply_barrier_plan(program, barrier_plan), stats, dependence_pairs=plan.dependence_pairs,
-                   dropped_redundant=0, conservative=sum(1 for e in barrier_plan.entries if not e.exact),
-                   fallback="barrier", local_barriers=len(barrier_plan.local), notes=notes)
+    notes.append(f"fell back to the barrier layout with local barriers before {', '.join(sorted(layout.local))}")
+    return _result(layout.program, stats, dependence_pairs=layout.dependence_pairs,
+                   dropped_redundant=layout.dropped_redundant, conservative=layout.conservative,
+                   fallback="barrier", local_barriers=len(layout.local), notes=notes + list(layout.notes))
+
+
+class Uncounted(Unsupported):
+    """The general stage, told not to fall back (`PlannerOptions.fallback`), met waits
+    it cannot count even conservatively: the ops that have them."""
+
+    def __init__(self, ops: frozenset):
+        super().__init__(f"waits that cannot be counted: {', '.join(sorted(ops))}")
+        self.ops = ops
 
 
 STAGES: dict[str, Callable] = {"closed": closed_stage, "by statement": statement_stage, "general": general_stage}

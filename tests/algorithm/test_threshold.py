@@ -208,15 +208,14 @@ def test_sync_output_is_unchanged_by_fresh_z3_contexts(name):
     # per-query cost grows with its term table); a reset before every op, in planning,
     # irredundancy and the barrier pass, must give the same kernels: no stale term,
     # prefix fact or id-keyed memo entry survives a reset.
-    from algorithm.barrier import apply_barrier_plan, plan_barrier
+    from algorithm.barrier import barrier_layout
     from algorithm.registry import sync_threshold
     from algorithm.threshold.options import PlannerOptions
 
     program = program_of(next(p for p in CORPUS if p.stem == name))
 
     def synced(options):
-        barrier = apply_barrier_plan(program, plan_barrier(program, threshold_mod.plan_thresholds(
-            program, options=options), options))
+        barrier = barrier_layout(program, options).program
         return [print_program(sync_threshold(program, options=options).program), print_program(barrier)]
 
     general = PlannerOptions(stages=("general",))
