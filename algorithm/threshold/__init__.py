@@ -4,8 +4,8 @@
 dependence, the threshold expression (over loop variables, `iters` and parameters)
 that says exactly "the last producer has completed"; `irredundant` drops the waits
 that others imply; `apply_plan` writes the waits into the program. The names below are
-the package's API, used by the barrier baseline (which plans its regions with the same
-counting) and by the tests; the modules' `_` names are their own.
+the package's API, used by the pipeline's stages, the barrier layout (which tidies a
+region's counts) and the tests; the modules' `_` names are their own.
 
 Modules: plan (the planner), context (its per-program Context and the facts at a
 site), thresholds (a wait's count and its tidying), candidates (which producer
@@ -14,15 +14,8 @@ instances can be last), shapes (the memo of their proofs by shape), counting + s
 counterexample cache), irredundant (redundant-wait elimination).
 """
 
-from algorithm.threshold.counting import Unsupported, count_upto, full_count
-from algorithm.threshold.plan import (
-    Context, Plan, PlanEntry, apply_plan, body_at, closed_iters, count_before_y, iters_facts, keep_z3_small,
-    plan_thresholds, site_facts, tidy_threshold,
-)
+from algorithm.threshold.counting import Unsupported
+from algorithm.threshold.plan import Plan, PlanEntry, apply_plan, plan_thresholds, tidy_threshold
 from algorithm.threshold.irredundant import irredundant
 
-__all__ = [
-    "Context", "Plan", "PlanEntry", "Unsupported", "apply_plan", "body_at", "closed_iters", "count_before_y",
-    "count_upto", "full_count", "irredundant", "iters_facts", "keep_z3_small", "plan_thresholds", "site_facts",
-    "tidy_threshold",
-]
+__all__ = ["Plan", "PlanEntry", "Unsupported", "apply_plan", "irredundant", "plan_thresholds", "tidy_threshold"]
