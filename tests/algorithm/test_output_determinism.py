@@ -1,5 +1,7 @@
 """A `sync` output is deterministic for its input: the same bytes under other hash seeds,
-after other kernels in the same process, with other worker counts, and under load."""
+after other kernels in the same process, with other worker counts, and under load. Both
+the threshold strategy and the barrier layout (which plans each of its regions with the
+threshold stages) are printed."""
 
 from __future__ import annotations
 
@@ -19,19 +21,21 @@ from tests.support.corpus import ROOT
 KERNELS = ["kernels/pipeline_db.sync", "kernels/suite/paged_decode_attention.sync", "kernels/zero_trip_acc.sync",
            "kernels/ring_buffer.sync", "kernels/suite/tiled_matmul.sync", "kernels/if_else_split.sync"]
 
+STRATEGIES = ("threshold", "barrier")
+
 _PRINT = ("import sys; sys.path.insert(0, {root!r}); from syncproof import load, sync; "
           "from semantics.printer import print_program; "
-          "[print(print_program(sync(load(k)).program)) for k in {kernels!r}]")
+          "[print(print_program(sync(load(k), s).program)) for k in {kernels!r} for s in {strategies!r}]")
 
 
 def _fresh(kernels: list[str], env: dict | None = None) -> str:
-    code = _PRINT.format(root=str(ROOT), kernels=[str(ROOT / k) for k in kernels])
+    code = _PRINT.format(root=str(ROOT), kernels=[str(ROOT / k) for k in kernels], strategies=STRATEGIES)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                           env={**os.environ, **(env or {})}).stdout
 
 
 def _here(kernels: list[str]) -> str:
-    return "".join(print_program(sync(load(str(ROOT / k))).program) + "\n" for k in kernels)
+    return "".join(print_program(sync(load(str(ROOT / k)), s).program) + "\n" for k in kernels for s in STRATEGIES)
 
 
 @pytest.fixture(scope="module")
