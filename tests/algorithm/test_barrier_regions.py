@@ -26,6 +26,7 @@ from algorithm.registry import get_strategy
 from semantics.ir import Barrier, BinOp, Const, For, Iters, Op, Program, Wait, map_ops, walk_stmts
 from semantics.parser import parse, parse_file
 from verify.search.generators import programs
+from verify.search.rich import rich_programs
 
 from tests.support.corpus import ALL_KERNELS, DATA_DIR, kernel_id
 from tests.support.oracle import BISIMILAR, OVER_SYNCHRONIZED, all_valuations, dependences, unroll_program, verdict_at
@@ -86,6 +87,17 @@ def test_every_op_is_in_one_region_and_no_region_holds_a_barrier():
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs(engines=(2, 3), max_depth=3, max_statements=4))
 def test_barrier_layout_of_generated_kernels_is_sound_and_exact_per_region(program):
+    synced = get_strategy("barrier")(program).program
+    for values in valuations(program, 1)[:8]:
+        assert sound(verdict_at(synced, values)), values
+        assert not region_mismatches(synced, values), values
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rich_programs(max_queues=0))
+def test_barrier_layout_of_rich_kernels_is_sound_and_exact_per_region(program):
+    # parameter lower bounds, triangular and min/max bounds, if/else on affine
+    # conditions, ranges: regions under branches and loops that may start late
     synced = get_strategy("barrier")(program).program
     for values in valuations(program, 1)[:8]:
         assert sound(verdict_at(synced, values)), values
