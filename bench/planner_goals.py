@@ -9,10 +9,11 @@ its own row; peak memory of that process):
   plan in < 0.1 s, the slowest ones, and the largest peak memory (< 200 MiB);
 - the reproducers of ../shared/repro (when present): nested ifs, the GEMM with
   `if k == 0`, 24 straight-line ops, `% K` indices with DMA queues (under `threshold`,
-  and under `barrier`, whose layout plans each region between barriers on its own);
+  and under `barrier`, whose layout plans each region between barriers on its own, each
+  shape of region once);
 - one loop body of 1,000 and 10,000 ops over 5 engines (bench/generate.py wide_body_kernel);
 - the chain of pipelined loop nests (bench/generate.py chain_kernel) at 1,000 ops, and with
-  --large at 100,000 ops (< 20 s, < 1 GiB);
+  --large at 100,000 ops (< 20 s, < 1 GiB), under `threshold` and under `barrier`;
 - 400 straight-line ops over 200 parameters, each reading a parameter-indexed element and
   writing its own (bench/generate.py many_params_kernel): no dependence, < 1 s.
 Which stage planned each is printed beside it (closed: by arithmetic; by statement;
@@ -97,8 +98,10 @@ def main() -> int:
               ("wide body, 10,000 ops", ["gen:wide_body_kernel(10000)"], 15.0, None),
               ("chain, 1,000 ops", ["gen:chain_kernel(250)"], 0.2, None),
               ("400 ops over 200 parameters, no dependence", ["gen:many_params_kernel(400, 200)"], 1.0, None)]
+    goals.append(("chain, 1,000 ops, strategy barrier", ["barrier@gen:chain_kernel(250)"], 0.2, None))
     if args.large:
         goals.append(("chain, 100,000 ops", ["gen:chain_kernel(25000)"], 20.0, 1024))
+        goals.append(("chain, 100,000 ops, strategy barrier", ["barrier@gen:chain_kernel(25000)"], 20.0, 1024))
     report["goals"] = []
     for name, specs, seconds, mib in goals:
         m = measure(specs)

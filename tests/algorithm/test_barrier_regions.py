@@ -20,8 +20,8 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from algorithm import barrier as barrier_mod
-from algorithm.barrier import barrier_layout, regions
+from algorithm import regions as regions_mod
+from algorithm.barrier import barrier_layout
 from algorithm.registry import get_strategy
 from semantics.ir import Barrier, BinOp, Const, For, Iters, Op, Program, Wait, map_ops, walk_stmts
 from semantics.parser import parse, parse_file
@@ -75,7 +75,7 @@ def test_every_op_is_in_one_region_and_no_region_holds_a_barrier():
         program = parse_file(str(path))
         laid = get_strategy("barrier")(program).program.body
         seen = []
-        for region in regions(laid):
+        for region in regions_mod.split_regions(laid):
             stmts = list(walk_stmts(region.body))
             assert not any(isinstance(s, Barrier) for s in stmts), path
             seen += [s.name for s in stmts if isinstance(s, Op)]
@@ -132,13 +132,14 @@ def test_a_barrier_loop_that_may_start_below_zero_is_planned_on_its_shifted_inde
 def test_a_region_planned_without_its_loops_lower_bound_is_caught(monkeypatch):
     # The broken variant: the loop variable is taken as the offset from the lower bound
     # but never mapped back (as if every barrier loop started at 0).
-    original = barrier_mod.region_program
+    original = regions_mod.region_program
 
     def forgetful(program, region):
-        sub, _ = original(program, region)
-        return sub, {}
+        found = original(program, region)
+        return attrs.evolve(found, names={name: value.left if isinstance(value, BinOp) else value
+                                          for name, value in found.names.items()})
 
-    monkeypatch.setattr(barrier_mod, "region_program", forgetful)
+    monkeypatch.setattr(regions_mod, "region_program", forgetful)
     program = parse(SHIFTED)
     synced = get_strategy("barrier")(program).program
     assert any(region_mismatches(synced, values) for values in valuations(program, 4))
@@ -217,3 +218,25 @@ def test_the_barrier_layout_plans_regions_not_the_whole_program(monkeypatch):
     total = len([s for s in walk_stmts(program.body) if isinstance(s, Op)])
     assert result.stats.barriers == 4 and result.stats.local_barriers == 0
     assert planned and all(n < total for n in planned), planned
+
+
+def test_regions_equal_up_to_names_are_planned_once(monkeypatch):
+    # Two layers compiled to the same loop nest (other names, other latencies): their
+    # regions share one plan, and each layer's waits are in its own names.
+    calls = []
+    original = regions_mod.plan_region
+    monkeypatch.setattr(regions_mod, "plan_region", lambda region, options: calls.append(region.key)
+                        or original(region, options))
+    layer = """
+for i{n} in 0..N {{
+  A ld{n} writes x{n}[i{n} % 2] lat {lat}
+  B mm{n} reads x{n}[i{n} % 2] writes y{n}
+  A st{n} reads y{n}
+}}"""
+    program = parse("engines A B\nparam N\n" + layer.format(n=0, lat=4) + layer.format(n=1, lat=9))
+    synced = get_strategy("barrier")(program).program
+    assert len(calls) == len(set(calls)) == 1
+    waits = {op.name: op.waits for op in walk_stmts(synced.body) if isinstance(op, Op)}
+    assert [w.engine for w in waits["mm1"]] == ["A"] and [w.engine for w in waits["st1"]] == ["B"]
+    for values in valuations(program):
+        assert not region_mismatches(synced, values), values
