@@ -26,29 +26,10 @@ import re
 import attrs
 
 from semantics.ir import (
-    Access,
-    And,
-    Barrier,
-    BinOp,
-    Compare,
-    Const,
-    For,
-    If,
-    IfExpr,
-    Iters,
-    Max,
-    Min,
-    Not,
-    Op,
-    Param,
-    Program,
-    Range,
-    Var,
-    map_expr,
-    walk_expr,
-    walk_stmts,
+    Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Not, Op, Param, Program, Range,
+    Var, map_expr, walk_expr, walk_stmts,
 )
-from semantics.printer import print_program
+from semantics.printer import print_expr, print_program
 from semantics.simplify import simplify
 
 
@@ -285,8 +266,6 @@ class RegionPlan:
 
 
 def _text(value) -> str:
-    from semantics.printer import print_expr
-
     return value if isinstance(value, str) else print_expr(value)
 
 
