@@ -97,7 +97,8 @@ class Uncounted(Unsupported):
 STAGES: dict[str, Callable] = {"closed": closed_stage, "by statement": statement_stage, "general": general_stage}
 
 # Cancellation and progress: `plan` calls `checkpoint[0](where)` before each stage (and
-# plan.py before each op of the general stage; `where` names it). The command line sets it (verify/cli/limits.py) to report the stage and to stop a plan that
+# plan.py before each op of the general stage, algorithm/barrier.py before each region of
+# its layout; `where` names it). The command line sets it (verify/cli/limits.py) to report the stage and to stop a plan that
 # has run past `--timeout` by raising semantics.errors.LimitReached, which `plan` lets through.
 checkpoint: list[Callable[[str], None]] = [lambda stage: None]
 
@@ -106,7 +107,7 @@ def plan(program: Program, options: PlannerOptions, stats) -> object:
     """The first stage's result that plans `program`. `stats(program, **fields)` makes
     the strategy's statistics (the registry's SyncStats)."""
     for name in options.stages:
-        checkpoint[0](f"stage '{name}'")
+        checkpoint[0](f"threshold stage '{name}'")
         result = STAGES[name](program, options, stats)
         if result is not None:
             return result

@@ -105,7 +105,7 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None)
     ctx = Context(program, conflicts, options=options)
     plan = Plan(session=ctx.session)
     for n, y in enumerate(ctx.sites.values()):
-        checkpoint[0](f"stage 'general', op {y.op.name} ({n + 1}/{len(ctx.sites)})")
+        checkpoint[0](f"threshold stage 'general', op {y.op.name} ({n + 1}/{len(ctx.sites)})")
         keep_z3_small(n, ctx)
         facts = site_facts(ctx, y)
         for engine in program.engines:

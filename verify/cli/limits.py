@@ -83,7 +83,7 @@ class CommandLimit:
         from algorithm.threshold import pipeline
 
         self._previous = pipeline.checkpoint[0]
-        pipeline.checkpoint[0] = lambda where: self.phase(f"syncing: threshold {where}")
+        pipeline.checkpoint[0] = lambda where: self.phase(f"syncing: {where}")
         if self.progress is not None:
             from verify.cli.display import Heartbeat
 

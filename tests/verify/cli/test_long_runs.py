@@ -38,6 +38,8 @@ CASES = {
     "verify-proof-verbose": (["verify", "--verbose", TINY], "verify", "prove: "),
     "verify-mlir": (["verify", "--engine", "explicit", "--scope", "bounded", TINY_MLIR], "verify", "valuation 1/1 (no parameters)"),
     "verify-hb": (["verify", "--scope", "bounded", "--param", "N=0..6", WIDE], "verify", "valuation 7/7"),
+    "sync": (["sync", TINY], "sync", "syncing: threshold stage 'closed'"),
+    "sync-barrier": (["sync", "--strategy", "barrier", TINY], "sync", "syncing: barrier region 1/1"),
     "simulate": (["simulate", TINY], "simulate", "simulating 9 instances"),
     "simulate-oracle": (["simulate", "--strategy", "oracle", TINY_MLIR], "simulate", "simulating"),
     "bench": (["bench", TINY], "bench", "tiny.sync tokens"),
