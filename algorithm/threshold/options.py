@@ -44,9 +44,10 @@ class PlannerOptions:
     - `tidy_rlimit`: the Z3 units that simplifying one threshold under the facts at its
       op may spend in all (thresholds.py `tidied`); past them the remaining rewrites are
       skipped and the threshold keeps its longer, equal form.
-    - `count_registers`: the general stage writes a threshold against the engine-count
-      register `count(F)` (docs/language.md) where that is less run-time arithmetic
-      (thresholds.py `counted_form`); off, every threshold is a closed form.
+    - `count_registers`: the general and closed stages write a threshold against the
+      engine-count register `count(F)` (docs/language.md) where that is less run-time
+      arithmetic (thresholds.py `counted_form`, forms.py); off, every threshold is a
+      closed form (the barrier layout: the register does not restart at a barrier).
     - `fallback`: where a wait cannot be counted even conservatively, the general stage
       falls back to the barrier layout (pipeline.py); off, it raises
       `pipeline.Uncounted` naming the ops instead (the barrier layout plans its regions
