@@ -148,7 +148,7 @@ def barrier_layout(program: Program, options=None, local: frozenset = frozenset(
             if found is None:
                 found = memo[sub.key] = regions.plan_region(sub, options)
             found = found.named(sub)
-            failed |= found.uncounted
+            failed |= found.uncounted | found.nested
             nested |= found.nested
             waits.update(found.waits)
             dropped, conservative = dropped + found.dropped_redundant, conservative + found.conservative

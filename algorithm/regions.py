@@ -117,30 +117,6 @@ def _nonnegative(expr, nonneg: frozenset) -> bool:
     return False
 
 
-def _map_stmt_exprs(body: tuple, fn) -> tuple:
-    """`body` with `fn` applied to every expression and condition of its statements
-    (indices, latencies, loop bounds, `if` conditions)."""
-    def access(a: Access) -> Access:
-        return attrs.evolve(a, indices=tuple(attrs.evolve(i, lo=fn(i.lo), hi=fn(i.hi)) if isinstance(i, Range)
-                                             else fn(i) for i in a.indices))
-
-    out = []
-    for stmt in body:
-        match stmt:
-            case Op():
-                lat = stmt.lat if isinstance(stmt.lat, int) else fn(stmt.lat)
-                out.append(attrs.evolve(stmt, reads=tuple(map(access, stmt.reads)),
-                                        writes=tuple(map(access, stmt.writes)), lat=lat))
-            case For():
-                out.append(attrs.evolve(stmt, lo=fn(stmt.lo), hi=fn(stmt.hi), body=_map_stmt_exprs(stmt.body, fn)))
-            case If():
-                out.append(attrs.evolve(stmt, cond=fn(stmt.cond), then=_map_stmt_exprs(stmt.then, fn),
-                                        else_=_map_stmt_exprs(stmt.else_, fn)))
-            case Barrier():
-                out.append(stmt)
-    return tuple(out)
-
-
 def _renamer(values: dict):
     """Each read of a name in `values` (a variable, or a loop's `iters`) replaced by its
     value (an expression for a variable, a name for `iters`)."""
@@ -245,7 +221,7 @@ class RegionPlan:
     """A region program's waits, and what could not be written (canonical names)."""
 
     waits: dict  # op -> its waits
-    uncounted: frozenset  # ops whose waits cannot be counted in the region
+    uncounted: frozenset  # ops with a wait the region's plan cannot count
     nested: frozenset  # ops whose count reads iters() of a loop in a loop of a repeated region
     dropped_redundant: int
     conservative: int
@@ -293,7 +269,7 @@ def plan_region(region: RegionProgram, options) -> RegionPlan:
             nested.add(op.name)  # iters(w) of a loop in a loop: it counts across the region's runs
             continue
         waits[op.name] = tuple(attrs.evolve(w, threshold=t) for w, t in zip(op.waits, thresholds))
-    return RegionPlan(waits, frozenset(nested), frozenset(nested), fields.get("dropped_redundant") or 0,
+    return RegionPlan(waits, frozenset(), frozenset(nested), fields.get("dropped_redundant") or 0,
                       fields.get("conservative") or 0, tuple(fields.get("notes") or ()))
 
 
