@@ -1,6 +1,6 @@
 """Per obligation of the all-values proof: its answer, seconds and Z3 queries, asked in task
-order on one `Prover` in this process (no deadline), at one resource limit per query, with
-the Z3 units each spent.
+order in this process (no deadline), each of a fresh `Prover` as the proof's jobs are, at
+one resource limit per query, with the Z3 units each spent.
 
     python bench/obligation_bench.py KERNEL [--rlimit UNITS] [--only TEXT ...] [--range METHOD ...]
 
@@ -28,7 +28,7 @@ from semantics.parser import parse_file
 from verify.engines.deadline import Deadline
 from verify.proof import obligations
 from verify.proof.int32 import range_limit
-from verify.proof.jobs import bind, start_in_worker, tasks
+from verify.proof.jobs import answer, counts, start_in_worker, tasks
 from verify.proof.obligations import ProofOptions, Prover, domain_lower
 
 
@@ -57,20 +57,20 @@ def main() -> int:
     obligations.Prover.query = query
     began = time.monotonic()
     proved = units = 0
-    prover = Prover(program, options)
-    prover.rlimit = rlimit  # as in the proof's rounds (jobs.in_two_rounds)
     todo = tasks(program, options.property)
-    for task, ask in zip(todo, bind(prover, todo)):
+    deadline = Deadline.after(None)
+    counter = counts(program, deadline)  # as a proof's worker builds them before its jobs
+    for task in todo:
         text = f"{task.kind} {task.consumer} {task.engine} {task.producer or ''}"
         if args.only and not any(o in text for o in args.only):
             continue
         start, queries, solving = time.monotonic(), counted["queries"], counted["seconds"]
-        spent = prover.spent
-        done = ask()
-        units += prover.spent - spent
+        # A fresh prover per obligation, as the proof's jobs (verify/proof/jobs.py `answer`).
+        done = answer(program, options, deadline, task, rlimit, counter=counter)
+        units += done.units
         proved += done.status == "proved"
         print(f"{time.monotonic() - start:7.2f} s  {counted['queries'] - queries:4d} queries "
-              f"({counted['seconds'] - solving:6.2f} s) {prover.spent - spent:11,d} units  "
+              f"({counted['seconds'] - solving:6.2f} s) {done.units:11,d} units  "
               f"{done.status:8s} {done.describe()}"
               f"{': ' + done.reason if done.reason else ''}"[:240], flush=True)
     print(f"{proved} proved, {units:,} units, {time.monotonic() - began:.1f} s in all", flush=True)

@@ -1,6 +1,6 @@
 """Where an all-values proof's time goes: the proof of one kernel's threshold output, asked
-in this process in two rounds as `prove` asks them (`verify/proof/jobs.py in_two_rounds`,
-no deadline), with timers around Z3's solver checks, `z3.simplify`, the count terms'
+in this process in two rounds as `prove` asks them (`verify/proof/jobs.py run_all` with
+one job at a time, no deadline), with timers around Z3's solver checks, `z3.simplify`, the count terms'
 building (`verify/proof/counts.py`) and the case splits' walks (`verify/proof/cases.py`).
 
     python bench/proof_parts.py KERNEL
@@ -24,9 +24,9 @@ import z3
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
 from verify.proof import cases, counts
-from verify.proof.jobs import bind, in_two_rounds, tasks
+from verify.engines.deadline import Deadline
+from verify.proof.jobs import run_all, tasks
 from verify.proof.options import ProofOptions
-from verify.proof.obligations import Prover
 
 
 def timed(seconds: collections.Counter, key: str, real):
@@ -48,9 +48,8 @@ def main() -> int:
     z3.simplify = timed(seconds, "simplify", z3.simplify)
     options = ProofOptions(timeout=None)
     began = time.perf_counter()
-    prover = Prover(program, options)
     todo = tasks(program, options.property)
-    done = in_two_rounds(prover, bind(prover, todo))
+    done = run_all(program, options, Deadline.after(None), todo)
     total = time.perf_counter() - began
     print(f"{sum(o.status == 'proved' for o in done)} of {len(done)} obligations proved, {total:.1f} s in all")
     for key, value in seconds.most_common():

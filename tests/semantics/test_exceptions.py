@@ -42,7 +42,7 @@ def test_the_walk_sees_the_exceptions_it_must():
     found = _exception_classes()
     # teeth: a walk that missed subpackages or imported nothing would pass vacuously
     for name in ("semantics.errors.SyncproofError", "semantics.sequential.UnrollLimit",
-                 "verify.engines.deadline.DeadlineReached", "verify.proof.jobs.WorkerLost",
+                 "verify.engines.deadline.DeadlineReached", "verify.proof.workers.WorkerLost",
                  "algorithm.tokens.OutOfQueues", "algorithm.flags.OutOfIds"):
         assert name in found, name
 

@@ -53,7 +53,9 @@ class Budgeted:
         """`solver` asks the next query in `ctx`: the context's count is read from it from
         now on (a new context counts from 0: what it spent before its first query, on
         case-split pruning, counts too)."""
-        self.contexts[id(ctx)] = [solver, self.contexts.get(id(ctx), [None, 0])[1]]
+        # The entry holds the context, so that its id is not given to another context
+        # while the entry lives (a freed context's id would be, and its count misread).
+        self.contexts[id(ctx)] = [solver, self.contexts.get(id(ctx), [None, 0])[1], ctx]
 
     def settle(self) -> int:
         """Count what the queries spent since the last reading; the total spent."""
@@ -70,7 +72,7 @@ class Budgeted:
 
     def units_left(self) -> int | None:
         """What is left of the proof's deterministic budget (None: no budget)."""
-        budget = self.options.rlimit if self.options.rlimit_part is None else self.options.rlimit_part
+        budget = self.options.rlimit
         return None if budget is None else budget - self.settle()
 
     def note_unknown(self, solver: z3.Solver) -> None:

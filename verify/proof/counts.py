@@ -44,6 +44,7 @@ import z3
 from semantics.context import Site
 from semantics.ir import (
     And, Barrier, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Op, Or, Program, Var,
+    walk_expr,
 )
 from semantics.symbolic import py_floordiv, py_mod
 
@@ -186,6 +187,25 @@ class Counter:
                 return loop_sum(inner, w, expr(lo, env, self.atoms), expr(hi, env, self.atoms), self.atoms)
         raise TypeError(stmt)
 
+    def warm(self, sites) -> None:
+        """Build now the counts a proof of these sites asks for (each engine's instances
+        before each op, the iterations of the loops its waits track), so that provers
+        that share this counter find them built; a count that cannot be built is left to
+        the prover that asks for it."""
+        for site in sites:
+            targets = [("engine", engine) for engine in self.program.engines]
+            targets += [("loop", v) for v in sorted({n.var for w in site.op.waits for n in walk_expr(w.threshold)
+                                                      if isinstance(n, Iters)})]
+            for target in targets:
+                try:
+                    _normal(self.before(site, target), self.atoms)
+                except Unsupported:
+                    pass
+
+    def built(self) -> list:
+        """The counts built so far, in the order they were."""
+        return list(self._cache.values())
+
     def before(self, site: Site, target) -> tuple:
         """The count of target instances strictly before the instance of `site`, over
         the symbols of the site's loop indices (named as the loop variables) and the
@@ -224,19 +244,27 @@ class Counter:
 # ------------------------------------------------------------------------- Z3
 
 
-def to_z3(pieces, names: dict, atoms: Atoms, ctx: z3.Context | None = None) -> z3.ArithRef:
+def to_z3(pieces, names: dict, atoms: Atoms, ctx: z3.Context | None = None, templates: dict | None = None) -> z3.ArithRef:
     """The Z3 integer term of a count; `names` maps symbol names to Z3 terms (in `ctx`).
     A count is met at thousands of instances (a local index in every stage of every
     obligation that meets it) but has one shape: its term is built once per context,
     over a placeholder constant per name it reads (`_build_count`: the sympy work and one
     Python call per node), and each instance substitutes its own terms for the
-    placeholders (one Z3 call)."""
-    template = atoms.templates.get((pieces, ctx))
-    if template is None:
-        holders = {n: z3.Int(f"{n}!count", ctx) for n in sorted(_names(pieces, atoms))}
-        template = atoms.templates[pieces, ctx] = (_build_count(pieces, holders, atoms, ctx), holders)
-    term, holders = template
+    placeholders (one Z3 call). `templates`: where the terms of this context are kept
+    (a prover's own; default: with the atoms)."""
+    term, holders = template(pieces, atoms, ctx, templates)
     return z3.substitute(term, *[(h, names[n]) for n, h in holders.items()]) if holders else term
+
+
+def template(pieces, atoms: Atoms, ctx: z3.Context | None, templates: dict | None = None) -> tuple:
+    """A count's Z3 term over a placeholder per name it reads, and the placeholders,
+    made once per context (`to_z3`)."""
+    templates = atoms.templates if templates is None else templates
+    found = templates.get((pieces, ctx))
+    if found is None:
+        holders = {n: z3.Int(f"{n}!count", ctx) for n in sorted(_names(pieces, atoms))}
+        found = templates[pieces, ctx] = (_build_count(pieces, holders, atoms, ctx), holders)
+    return found
 
 
 def _names(pieces, atoms: Atoms) -> set:
@@ -257,19 +285,33 @@ def _build_count(pieces, names: dict, atoms: Atoms, ctx) -> z3.ArithRef:
     over a common denominator and expanded (a value is an integer wherever its atoms
     hold, so its division is exact; an atom's denominator is positive: its sign stays)."""
     terms = []
-    for conds, value in pieces:
-        num, den = sp.fraction(sp.together(value))
-        body = _poly(sp.expand(num), names, atoms, ctx)
+    for conds, num, den in _normal(pieces, atoms):
+        body = _poly(num, names, atoms, ctx)
         if den != 1:
             body = body / int(den)
         if conds:
             guard = []
             for kind, e in conds:
-                term = _poly(sp.expand(sp.fraction(sp.together(e))[0]), names, atoms, ctx)
+                term = _poly(e, names, atoms, ctx)
                 guard.append(term >= 0 if kind == "ge" else term == 0)
             body = z3.If(z3.And(*guard), body, z3.IntVal(0, ctx))
         terms.append(body)
     return z3.Sum(*terms) if terms else z3.IntVal(0, ctx)
+
+
+def _normal(pieces, atoms: Atoms) -> tuple:
+    """Per piece: its atoms' numerators and its value's numerator, expanded, and the
+    value's denominator (the sympy work of `_build_count`, kept with the atoms: it does
+    not depend on the Z3 context)."""
+    found = atoms.normal.get(pieces)
+    if found is None:
+        found = []
+        for conds, value in pieces:
+            num, den = sp.fraction(sp.together(value))
+            found.append((tuple((kind, sp.expand(sp.fraction(sp.together(e))[0])) for kind, e in conds),
+                          sp.expand(num), den))
+        found = atoms.normal[pieces] = tuple(found)
+    return found
 
 
 def _poly(e: sp.Expr, names: dict, atoms: Atoms, ctx) -> z3.ArithRef:

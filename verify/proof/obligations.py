@@ -89,11 +89,12 @@ def loop_sites(program: Program) -> list[Site]:
 
 class Prover(Chains, Cases, Budgeted):
     def __init__(self, program: Program, options: ProofOptions, deadline: Deadline | None = None,
-                 dump_prefix: str = "prove"):
+                 dump_prefix: str = "prove", counter=None):
         """`deadline`: when the proof's budget ends (default: options.timeout from now);
         the term building polls it (DeadlineReached), queries get what is left.
         `dump_prefix`: how the files of `options.dump_smt` begin (a worker's own).
-        Loop registers are read by their values (semantics/registers.py)."""
+        `counter`: the program's counts (verify/proof/counts.py), when another prover's
+        are at hand. Loop registers are read by their values (semantics/registers.py)."""
         program = inline_registers(program)
         self.program = program
         self.options = options
@@ -101,7 +102,7 @@ class Prover(Chains, Cases, Budgeted):
         # The proof's own Z3 context: its answers must not depend on what else the
         # process asked Z3 before (z3's shared default context made them history-dependent).
         self.ctx = z3.Context()
-        self.terms = Terms(program, self.ctx, self.deadline)
+        self.terms = Terms(program, self.ctx, self.deadline, counter)
         # How many iterations back a candidate may sit: the accesses' own rotation depth
         # (terms.depth). Thresholds do not count: a threshold's `(QT - 1) // 16` is not a
         # buffer rotation, and a depth of 16 fills the candidate sets to their limits,

@@ -37,15 +37,14 @@ class ProofOptions:
 
     property: str = Property.BISIMULATION
     query_rlimit: int = 40_000_000  # per Z3 query, in Z3 resource units: the same answer on any load
-    # The first round's budget per query (prove.py `in_two_rounds`): every obligation is
+    # The first round's budget per query (verify/proof/schedule.py): every obligation is
     # tried with it first, and only those it leaves unproved get query_rlimit.
     first_query_rlimit: int = 2_000_000
     # The whole proof's deterministic budget: Z3 resource units summed over every query
-    # and case split of the obligations (`--proof-rlimit`; None: none). With workers, each
-    # gets the part of its share (jobs.py `share_rlimit`). It, not the clock, decides
-    # what is proved: the same input and options give the same verdict on any load.
+    # and case split of the obligations (`--proof-rlimit`; None: none), counted in the
+    # obligations' order (verify/proof/schedule.py). It, not the clock, decides what is
+    # proved: the same input and options give the same verdict on any load.
     rlimit: int | None = DEFAULT_PROOF_RLIMIT
-    rlimit_part: int | None = None  # a worker's part of `rlimit` (None: all of it)
     query_timeout_ms: int | None = None  # per Z3 query, wall time (None: only what is left of `timeout`)
     # The wall-clock cap of the whole proof (`--proof-timeout`), seconds; None: none. Only
     # a cap the user sets: reaching it gives unknown, naming it (`wall_clock_ran_out`).
@@ -59,7 +58,7 @@ class ProofOptions:
     lower: tuple = ()
     progress: Callable[[str], None] | None = None
     # Worker processes the obligations are shared among (verify/proof/jobs.py); 1: this
-    # process. The answers are deterministic for a given value, not across values.
+    # process. The answers are the same for every value.
     jobs: int = 1
     # How workers start (multiprocessing): "forkserver" forks them from a server process
     # started fresh, so their answers do not depend on what the calling process did before

@@ -29,6 +29,7 @@ class Atoms:
         self.defs: dict[sp.Symbol, tuple[str, sp.Expr, int]] = {}
         self._by_key: dict = {}
         self.templates: dict = {}  # (count, context) -> (its Z3 term, placeholder per name: counts.py `to_z3`)
+        self.normal: dict = {}  # count -> its pieces' expanded numerators and denominators (counts.py `_normal`)
 
     def make(self, kind: str, dividend: sp.Expr, divisor: int) -> sp.Symbol:
         key = (kind, sp.expand(dividend), divisor)

@@ -49,8 +49,8 @@ from semantics.registers import inline_registers
 from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.counts import Unsupported
 from verify.proof.int32 import RangeLimit, range_limit
-from verify.proof.jobs import (  # noqa: F401 (SECOND_ROUND, in_two_rounds: public here too)
-    SECOND_ROUND, WorkerLost, in_two_rounds, run_all, start_in_worker, tasks,
+from verify.proof.jobs import (  # noqa: F401 (SECOND_ROUND: public here too)
+    SECOND_ROUND, WorkerLost, run_all, start_in_worker, tasks,
 )
 from verify.verdicts import ProofStatus
 from verify.proof.obligations import (  # noqa: F401 (the public names of the proof live here too)

@@ -22,21 +22,24 @@ from semantics.registers import inline_registers
 from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
-from verify.proof.counts import Counter, to_z3 as count_z3
+from verify.proof.counts import Counter, template, to_z3 as count_z3
 from verify.proof.queues import steps
 
 
 class Terms:
     """Z3 terms of one program: local indices, `iters`, thresholds at an instance."""
 
-    def __init__(self, program: Program, ctx: z3.Context, deadline: Deadline = NO_DEADLINE):
+    def __init__(self, program: Program, ctx: z3.Context, deadline: Deadline = NO_DEADLINE,
+                 counter: Counter | None = None):
         program = inline_registers(program)  # thresholds read registers by their values
         self.program = program
         self.ctx = ctx  # every term of the proof lives in the proof's own context
         # Every obligation builds its terms through env/local/threshold: polling there
         # bounds the time between two polls by one term (verify/engines/deadline.py).
         self.deadline = deadline
-        self.counter = Counter(program, deadline)
+        # The counts are Z3-free (sympy): a counter may serve several provers of the program.
+        self.counter = Counter(program, deadline) if counter is None else counter
+        self.templates: dict = {}  # the counts' terms in this context (counts.py `to_z3`)
         self.params = param_env(program, ctx)
         self.steps = steps(program)  # what a completion adds, per engine or queue
         self.sites = sites(program)
@@ -47,6 +50,12 @@ class Terms:
                        and all(isinstance(v, Const) or (isinstance(v, Var) and v.name in names)
                                for v in walk_expr(n.right) if isinstance(v, (Var, Const, Iters)))]
 
+    def warm(self) -> None:
+        """Make now, in this context, the terms of every count the counter has built
+        (verify/proof/jobs.py: a worker's prover, whose copies answer its jobs)."""
+        for pieces in self.counter.built():
+            template(pieces, self.counter.atoms, self.ctx, self.templates)
+
     def env(self, site: Site, tag: str) -> dict:
         self.deadline.check()
         return instance_env(site, tag, self.params, self.ctx)
@@ -55,7 +64,7 @@ class Terms:
         """F-instances before the instance of `site` at `env` (its local index on F
         when it runs on F; a queue's transfers count on the queue, triggers nowhere)."""
         self.deadline.check()
-        return count_z3(self.counter.before(site, ("engine", engine)), env, self.counter.atoms, self.ctx)
+        return count_z3(self.counter.before(site, ("engine", engine)), env, self.counter.atoms, self.ctx, self.templates)
 
     def threshold(self, site: Site, engine: str, env: dict):
         """max(0, thresholds of the site's waits on engine), or None without waits."""
@@ -77,7 +86,8 @@ class Terms:
         """The tracked values a threshold reads: `iters(v)` (the iterations of v begun) and
         `count(F)` (F's local index: the F-instances before the site's instance)."""
         names = {n.var for n in walk_expr(node) if isinstance(n, Iters)}
-        tracked = {v: count_z3(self.counter.before(site, ("loop", v)), env, self.counter.atoms, self.ctx) for v in names}
+        tracked = {v: count_z3(self.counter.before(site, ("loop", v)), env, self.counter.atoms, self.ctx, self.templates)
+                   for v in names}
         for engine in sorted({n.engine for n in walk_expr(node) if isinstance(n, Count)}):
             tracked[count_key(engine)] = self.local(site, engine, env)
         return tracked

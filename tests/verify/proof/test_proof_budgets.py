@@ -1,4 +1,4 @@
-"""How the all-values proof spends its Z3 budget (verify/proof/prove.py `in_two_rounds`,
+"""How the all-values proof spends its Z3 budget (verify/proof/schedule.py,
 verify/proof/obligations.py `Prover.query`) and how it builds count terms
 (verify/proof/counts.py `to_z3`): none of it may change what is proved, only when.
 
@@ -20,7 +20,8 @@ from semantics.symbolic import instance_env, param_env
 from verify.proof import counts as counts_module
 from verify.proof.counts import Counter, to_z3
 from verify.proof.obligations import Obligation, Prover
-from verify.proof.prove import PROVED, SECOND_ROUND, UNKNOWN, ProofOptions, in_two_rounds, prove
+from verify.proof.prove import PROVED, SECOND_ROUND, UNKNOWN, Budget, ProofOptions, prove
+from verify.proof.schedule import Schedule
 from verify.verdicts import ObligationKind
 
 from tests.support.corpus import ROOT
@@ -28,44 +29,86 @@ from tests.support.corpus import ROOT
 KERNELS = ROOT / "kernels"
 
 
-class _Prover:
-    """Just what `in_two_rounds` reads of a prover."""
+def _obligation(name, status, units=1, reason=None):
+    return Obligation(ObligationKind.SOUND, name, status=status, units=units, reason=reason)
 
-    def __init__(self, options):
-        self.options = options
-        self.rlimit = options.query_rlimit
+
+def _drive(schedule, ask):
+    """Run a schedule's jobs in hand-out order in this process; the jobs asked."""
+    asked = []
+    while (job := schedule.next_job()) is not None:
+        asked.append(job)
+        schedule.answered(job, ask(job, schedule.rlimit(job)))
+    assert schedule.finished()
+    return asked
 
 
 def test_an_obligation_proved_in_the_first_round_is_not_asked_again_and_the_rest_get_the_full_budget():
     lines = []
-    prover = _Prover(ProofOptions(first_query_rlimit=10, query_rlimit=100, progress=lines.append))
-    asked = []
+    options = ProofOptions(first_query_rlimit=10, query_rlimit=100, progress=lines.append)
+    needs = {0: 10, 1: 100, 2: None}  # cheap, dear, never
+    schedule = Schedule(3, options)
 
-    def task(name, needs):
-        def run():
-            asked.append((name, prover.rlimit))
-            status = PROVED if needs is not None and prover.rlimit >= needs else UNKNOWN
-            return Obligation(ObligationKind.SOUND, name, status=status)
-        return run
+    def ask(job, rlimit):
+        proved = needs[job.task] is not None and rlimit >= needs[job.task]
+        return _obligation(str(job.task), PROVED if proved else UNKNOWN, units=rlimit)
 
-    result = in_two_rounds(prover, [task("cheap", 10), task("dear", 100), task("never", None)])
+    asked = _drive(schedule, ask)
+    assert [(j.task, schedule.rlimit(j)) for j in asked] == [(0, 10), (1, 10), (2, 10), (1, 100), (2, 100)]
+    result = schedule.obligations(["t0", "t1", "t2"], lambda task, reason: _obligation(task, UNKNOWN))
     assert [o.status for o in result] == [PROVED, PROVED, UNKNOWN]
-    assert asked == [("cheap", 10), ("dear", 10), ("never", 10), ("dear", 100), ("never", 100)]
-    assert prover.rlimit == 100  # later queries (the 32-bit range) get the full budget
+    assert [o.units for o in result] == [10, 110, 110]  # both rounds' units
     assert lines == ["prove: second round: 1 of 3 obligations proved with 10 Z3 units per query; "
                      "the other 2 again with 100"]
 
 
+def test_workers_get_a_second_round_before_the_first_rounds_still_waiting():
+    schedule = Schedule(3, ProofOptions(first_query_rlimit=10, query_rlimit=100), eager_second_round=True)
+    asked = _drive(schedule, lambda job, rlimit: _obligation("x", UNKNOWN if job.task == 0 else PROVED))
+    assert [(j.task, j.second) for j in asked] == [(0, False), (0, True), (1, False), (2, False)]
+
+
 def test_one_round_when_the_first_budget_is_the_full_one():
-    prover = _Prover(ProofOptions(first_query_rlimit=100, query_rlimit=100))
-    asked = []
+    schedule = Schedule(1, ProofOptions(first_query_rlimit=100, query_rlimit=100))
+    asked = _drive(schedule, lambda job, rlimit: _obligation("x", UNKNOWN))
+    assert [schedule.rlimit(j) for j in asked] == [100]
+    assert [o.status for o in schedule.obligations(["t"], None)] == [UNKNOWN]
 
-    def run():
-        asked.append(prover.rlimit)
-        return Obligation(ObligationKind.SOUND, "x", status=UNKNOWN)
 
-    assert [o.status for o in in_two_rounds(prover, [run])] == [UNKNOWN]
-    assert asked == [100]
+def test_the_budget_counts_the_jobs_in_task_order_whatever_order_they_answered_in():
+    """Jobs 0..3 spend 4, 3, 2, 1 units against a budget of 8: in task order the third
+    job crosses it, so it and the fourth are unknown, in whichever order they answered."""
+    costs = [4, 3, 2, 1]
+    options = ProofOptions(first_query_rlimit=100, query_rlimit=100, rlimit=8)
+    for order in ([0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 3, 1]):
+        schedule = Schedule(4, options, eager_second_round=True)
+        jobs = [schedule.next_job() for _ in range(4)]
+        for n in order:
+            schedule.answered(jobs[n], _obligation(str(n), PROVED, units=costs[n]))
+        result = schedule.obligations(list(range(4)), lambda task, why: _obligation(str(task), UNKNOWN, reason=why))
+        assert [o.status for o in result] == [PROVED, PROVED, UNKNOWN, UNKNOWN], order
+        assert [o.budget for o in result[2:]] == [Budget.PROOF_RLIMIT] * 2
+        assert "--proof-rlimit" in result[2].reason
+
+
+def test_jobs_after_the_budget_are_not_handed_out():
+    schedule = Schedule(5, ProofOptions(first_query_rlimit=100, query_rlimit=100, rlimit=5))
+    first = schedule.next_job()
+    schedule.answered(first, _obligation("0", PROVED, units=9))  # over the budget alone
+    assert schedule.next_job() is None and schedule.finished()
+    result = schedule.obligations(list(range(5)), lambda task, reason: _obligation(str(task), UNKNOWN))
+    assert [o.status for o in result] == [UNKNOWN] * 5
+
+
+def test_the_earliest_failure_is_raised_and_later_jobs_are_not_handed_out():
+    schedule = Schedule(4, ProofOptions(first_query_rlimit=100, query_rlimit=100), eager_second_round=True)
+    jobs = [schedule.next_job() for _ in range(3)]
+    schedule.failed(jobs[2], ValueError("late"))
+    assert schedule.next_job() is None  # job 3 comes after a failure
+    schedule.failed(jobs[1], ValueError("early"))
+    schedule.answered(jobs[0], _obligation("0", PROVED))
+    with pytest.raises(ValueError, match="early"):
+        schedule.obligations(list(range(4)), None)
 
 
 @pytest.mark.parametrize("name", ["masked_wait", "if_else_split", "triangular_attention"])
@@ -96,10 +139,9 @@ def test_what_a_starved_first_round_leaves_is_proved_in_the_second(monkeypatch):
     options = syncproof.VerifyOptions(verbose=True, progress=lines.append, proof_jobs=2)
     report = syncproof.verify(syncproof.load(KERNELS / "masked_wait.sync"), options)
     assert report.holds is True and report.proof.status == PROVED and report.scope == syncproof.Scope.ALL
-    # The proof runs on two workers (proof_jobs 2, the default): each announces its own round.
+    # The proof runs on two workers (proof_jobs 2, the default); the round is announced once.
     progress = "\n".join(lines)
-    assert progress.count(SECOND_ROUND) == 2
-    assert f"{SECOND_ROUND}worker 1 of 2: " in progress and f"{SECOND_ROUND}worker 2 of 2: " in progress
+    assert progress.count(SECOND_ROUND) == 1
 
 
 def _hard_query(prover):

@@ -58,19 +58,20 @@ def test_more_workers_than_obligations_and_the_soundness_property():
         assert proof.status == PROVED and len(proof.obligations) == len(tasks(program, "soundness"))
 
 
-def test_workers_answer_the_same_in_every_run():
-    """Fixed shares, one Prover per worker: the same answers each run, each query's (from
+def test_workers_answer_the_same_in_every_run_and_on_any_number_of_workers():
+    """Every job starts from the same state (a copy of its worker's prover): the same
+    answers and Z3 units in every run and with any number of workers, each query's (from
     the progress lines) as well as each obligation's."""
     program = _program("triangular_attention")
     runs = []
-    for _ in range(2):
+    for jobs in (2, 2, 3):
         lines = []
-        proof = prove(program, ProofOptions(jobs=2, progress=lines.append))
-        runs.append((_table(proof), sorted(lines)))
-    assert runs[0][0] == runs[1][0]
+        proof = prove(program, ProofOptions(jobs=jobs, progress=lines.append))
+        runs.append(([(*row, o.units) for row, o in zip(_table(proof), proof.obligations)], sorted(lines)))
+    assert runs[0][0] == runs[1][0] == runs[2][0]
     # The progress lines carry each query's answer; only their interleaving may differ.
     strip = [[line.rsplit(" (", 1)[0] for line in r[1]] for r in runs]
-    assert strip[0] == strip[1] and strip[0]
+    assert strip[0] == strip[1] == strip[2] and strip[0]
 
 
 def test_progress_lines_of_every_worker_reach_the_caller():
@@ -169,20 +170,20 @@ def test_forkserver_workers_do_not_inherit_the_callers_state(monkeypatch):
 
 
 def test_a_budget_that_ends_in_the_workers_is_unknown():
-    """The clock reaches the workers with the options (pickled): each worker's copy
-    passes the budget at its own 50th reading, long before its share is done."""
+    """The clock reaches the workers with the options (pickled): each job's copy passes
+    the budget at its own 5th reading, long before the job is done."""
     program = get_strategy("threshold")(parse_file(str(KERNELS / "suite" / "attention_cte_query_outer.sync"))).program
-    proof = prove(program, ProofOptions(jobs=2, timeout=600, clock=FakeClock(jump_at=50)))
+    proof = prove(program, ProofOptions(jobs=2, timeout=600, clock=FakeClock(jump_at=5)))
     assert proof.status == UNKNOWN and "wall-clock cap of 600 s set by --proof-timeout ran out" in proof.reason
 
 
-def test_a_workers_dumped_queries_are_named_after_it(tmp_path):
+def test_a_jobs_dumped_queries_are_named_after_its_task(tmp_path):
     prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions(dump_smt=str(tmp_path), query_rlimit=1),
-                    dump_prefix="prove-w1")
+                    dump_prefix="prove-t1")
     a, b = z3.Int("a", prover.ctx), z3.Int("b", prover.ctx)
     status, reason = prover.query([a * b == 7, a > 1, b > 1], "probe")
     assert status == "unknown"
-    assert [p.name for p in tmp_path.iterdir()] == ["prove-w1-001-probe.smt2"]
+    assert [p.name for p in tmp_path.iterdir()] == ["prove-t1-001-probe.smt2"]
 
 
 def test_cli_proof_jobs_is_validated_and_gives_the_same_verdict(capsys):

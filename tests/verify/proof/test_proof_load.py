@@ -18,7 +18,6 @@ import pytest
 from algorithm.registry import get_strategy
 from semantics.parser import parse_file
 from verify.cli.main import main
-from verify.proof.jobs import share_rlimit
 from verify.proof.options import DEFAULT_PROOF_RLIMIT, Budget, ProofOptions
 from verify.proof.prove import prove
 from verify.verdicts import ProofStatus
@@ -92,12 +91,18 @@ def test_a_budget_above_what_the_proof_spends_proves_it_and_the_spending_is_dete
     assert first.units < DEFAULT_PROOF_RLIMIT // 1000  # the default leaves a wide margin
 
 
-def test_worker_parts_of_the_budget_follow_their_shares_and_never_exceed_it():
-    for total, sizes in [(1000, [4, 4, 3]), (10, [1, 1, 1]), (7, [5, 2])]:
-        parts = [share_rlimit(total, n, sum(sizes)) for n in sizes]
-        assert sum(parts) <= total
-        assert all(abs(p - total * n / sum(sizes)) < 1 for p, n in zip(parts, sizes))
-    assert share_rlimit(None, 3, 9) is None
+def test_a_budget_that_ends_midway_ends_at_the_same_obligation_on_any_number_of_workers():
+    """The budget is counted in the obligations' order, and every job's answer is its
+    own: half of what the proof spends leaves the same obligations unknown, with the
+    same units, on two workers and on three."""
+    program = _synced(SMALL)
+    spent = prove(program, ProofOptions(jobs=2)).units
+    runs = [prove(program, ProofOptions(jobs=jobs, rlimit=spent // 2)) for jobs in (2, 3)]
+    table = [[(o.describe(), o.status, o.units, o.budget) for o in proof.obligations] for proof in runs]
+    assert table[0] == table[1]
+    statuses = [status for _, status, _, _ in table[0]]
+    assert ProofStatus.PROVED in statuses and runs[0].status == ProofStatus.UNKNOWN
+    assert runs[0].budget == Budget.PROOF_RLIMIT
 
 
 def test_the_json_names_the_budgets_it_ran_with():

@@ -9,7 +9,7 @@ import syncproof
 from verify.api import checking
 from verify.engines import select as engine_select
 from verify.proof import prove as prove_module
-from verify.proof.jobs import Started
+from verify.proof.workers import Started
 
 from tests.support.corpus import ROOT
 
