@@ -4,7 +4,7 @@ proof status, seconds and obligation count.
     python bench/prove_bench.py [--json] [--timeout SECONDS] [--jobs N] [KERNEL ...]
 
 Default kernels: kernels/*.sync and kernels/suite/*.sync. One run each, wall time, and
-the Z3 resource units the obligations' queries spent (deterministic for a given --jobs:
+the Z3 resource units the obligations' queries spent (the same for every --jobs >= 2:
 the load moves the seconds, not the units). This is a measurement, not a timed test.
 """
 

@@ -29,7 +29,7 @@ from verify.engines.deadline import Deadline, DeadlineReached
 from verify.proof.budget import RlimitReached
 from verify.proof.counts import Counter, Unsupported
 from verify.proof.obligations import (
-    UNKNOWN, Budget, Obligation, Prover, bound_divisors, divisors, loop_sites,
+    UNKNOWN, Budget, Obligation, Prover, bound_divisors, divisors, loop_sites, query_line,
 )
 from verify.proof.queues import home
 from verify.proof.schedule import SECOND_ROUND, Schedule  # noqa: F401 (SECOND_ROUND: public here too)
@@ -140,7 +140,8 @@ def run_all(program: Program, options, deadline: Deadline, todo: list[Task]) -> 
         workers = []
         try:
             quiet = attrs.evolve(options, progress=None)
-            workers = [start(context, _worker, program, quiet, deadline) for _ in range(jobs)]
+            report = options.progress is not None
+            workers = [start(context, _worker, program, quiet, deadline, report) for _ in range(jobs)]
             _hand_out(workers, todo, schedule)
         finally:
             end_workers(workers)
@@ -192,6 +193,9 @@ def _hand_out(workers: list, todo: list[Task], schedule: Schedule) -> None:
                 continue
             job = busy.pop(k)
             if message[0] == "done":
+                if schedule.options.progress:
+                    for text, seconds in message[2]:
+                        schedule.options.progress(query_line(text, seconds))
                 schedule.answered(job, message[1])
                 free.append(k)
             else:
@@ -202,38 +206,61 @@ def _unknown(task: Task, reason: str) -> Obligation:
     return Obligation(task.kind, task.consumer, task.engine, task.producer, status=UNKNOWN, reason=reason)
 
 
-def _worker(channel, errors, program: Program, options, deadline: Deadline) -> None:
+def _worker(channel, errors, program: Program, options, deadline: Deadline, report: bool) -> None:
     """A proof worker: answers each (job, task, rlimit) it receives with ("done",
-    obligation) or (failure kind, detail), passing progress lines on, until it fails or is
-    ended.
+    obligation) or (failure kind, detail), passing progress lines on (`report`), until it
+    fails or is ended.
 
     The worker builds one Prover and the Z3 terms of the program's counts in its
-    context, then forks a child per job, which asks the job of its copy of that prover
-    and ends. So every job starts from the same state, whichever jobs this worker ran
-    before and however many workers there are: a job asked after others in one process
-    spends other Z3 units on the same query (its context's term ids, and state Z3 keeps
-    outside its contexts), and which jobs a worker runs depends on timing. The copies
-    also save each job building the counts' terms again (forking costs milliseconds)."""
-    options = attrs.evolve(options, progress=lambda line: channel.send(("progress", line)))
+    context, then forks a child, which reads the next job, asks it of its copy of that
+    prover and ends; then the next child. The worker itself reads nothing between two
+    forks, so every job starts from the same state, to the addresses its objects get:
+    whichever jobs ran before, and however many workers there are. (Z3's effort on a
+    query moves with its context's term ids, with state it keeps outside its contexts,
+    and with where its objects land in memory, which orders some of its tables.) The
+    copies also save each job building the counts' terms again (a fork costs
+    milliseconds)."""
+    if report:  # the caller reads progress lines (a query's: `_answer_next`)
+        options = attrs.evolve(options, progress=lambda line: channel.send(("progress", line)))
     loops = loop_sites(inline_registers(program))
 
     def work():
-        job, task, rlimit = channel.recv()
         prover = Prover(program, options, deadline, counter=counts(program, deadline))
         prover.terms.warm()
         while True:
-            fail_for_tests("proof-worker-memory")
             child = os.fork()
             if child == 0:
                 die_with_parent()
-                prover.rlimit, prover.dump_prefix = rlimit, f"prove-t{job.task}"
-                answer_and_exit(channel, lambda task=task: channel.send(("done", run(prover, task, loops))))
+                answer_and_exit(channel, lambda: _answer_next(channel, prover, loops))
             _, status = os.waitpid(child, 0)
-            if status != 0:  # the child ended without an answer (killed, out of memory)
-                channel.send(("lost", lost_reason(os.waitstatus_to_exitcode(status), errors)))
+            code = os.waitstatus_to_exitcode(status)
+            if code == NO_MORE_JOBS:
                 return
-            job, task, rlimit = channel.recv()
+            if code != 0:  # the child ended without an answer (killed, out of memory)
+                channel.send(("lost", lost_reason(code, errors)))
+                return
 
     serve(channel, errors, options, work)
+
+
+def _answer_next(channel, prover: Prover, loops: list) -> None:
+    """In a worker's child: the next job's answer, sent with its queries' progress lines;
+    the child ends NO_MORE_JOBS at the end of the channel."""
+    try:
+        job, task, rlimit = channel.recv()
+    except EOFError:
+        os._exit(NO_MORE_JOBS)
+    fail_for_tests("proof-worker-memory")
+    prover.rlimit, prover.dump_prefix = rlimit, f"prove-t{job.task}"
+    # The job's progress lines (each query's text and seconds) go with its answer, not
+    # as they come: a job that sent them as they came spent other Z3 units from run to
+    # run (flash attention's proof: 202.7M or 205.7M units; never with them held back).
+    lines: list = []
+    prover.report = lambda text, seconds: lines.append((text, seconds))
+    found = run(prover, task, loops)
+    channel.send(("done", found, lines))
+
+
+NO_MORE_JOBS = 3  # a worker's child's exit status: the parent closed the channel
 
 

@@ -120,6 +120,11 @@ class Prover(Chains, Cases, Budgeted):
         self.dumped = 0  # queries written by dump_smt (it sat after a return: --dump-smt crashed)
         self.dump_prefix = dump_prefix
 
+    def report(self, text: str, seconds: float) -> None:
+        """A query's progress line: its text and how long it took (a proof worker sends
+        the two apart: verify/proof/jobs.py `_answer_next`)."""
+        self.options.progress(query_line(text, seconds))
+
     def either(self, *terms):
         """A disjunction in the proof's context (z3.Or() of nothing would take the default one)."""
         return z3.Or(*terms, self.ctx)
@@ -402,8 +407,12 @@ class Prover(Chains, Cases, Budgeted):
                             model=extra if status == FAILED else None,
                             reason=extra if status == UNKNOWN else None)
         if self.options.progress:
-            self.options.progress(f"prove: {done.describe()}{how}: {status} ({done.seconds:.2f} s)")
+            self.report(f"prove: {done.describe()}{how}: {status}", done.seconds)
         return done
+
+
+def query_line(text: str, seconds: float) -> str:
+    return f"{text} ({seconds:.2f} s)"
 
 
 def divisors(op: Op) -> list:
