@@ -254,7 +254,7 @@ def _answer_next(channel, prover: Prover, loops: list) -> None:
     prover.rlimit, prover.dump_prefix = rlimit, f"prove-t{job.task}"
     # The job's progress lines (each query's text and seconds) go with its answer, not
     # as they come: a job that sent them as they came spent other Z3 units from run to
-    # run (flash attention's proof: 202.7M or 205.7M units; never with them held back).
+    # run on the same queries (flash attention's proof), never with them held back.
     lines: list = []
     prover.report = lambda text, seconds: lines.append((text, seconds))
     found = run(prover, task, loops)

@@ -24,9 +24,8 @@ def start_workers(method: str = "forkserver"):
         # The server (a new interpreter) with a fixed hash seed and, where the system
         # allows it, no address-space randomization: its workers' Z3 effort moved from run
         # to run with both (through where objects land in memory, which orders some of
-        # Z3's tables), so the same proof spent other units (flash attention's: 202.7M to
-        # 206.9M from run to run with either left random; the same in every run with
-        # neither).
+        # Z3's tables), so the same proof spent other units from run to run with either
+        # left random (flash attention's), the same in every run with neither.
         saved = os.environ.get("PYTHONHASHSEED")
         os.environ["PYTHONHASHSEED"] = SERVER_HASH_SEED
         layout = _fixed_layout()
