@@ -175,8 +175,8 @@ def _hand_out(workers: list, todo: list[Task], schedule: Schedule) -> None:
             busy[k] = job
             try:
                 workers[k][0].send((job, todo[job.task], schedule.rlimit(job)))
-            except OSError:  # the worker is gone (killed, out of memory)
-                schedule.failed(busy.pop(k), WorkerLost(lost(workers[k])))
+            except OSError:  # the worker is gone: it failed before its first job, or was killed
+                schedule.failed(busy.pop(k), _gone(workers[k]))
         if not busy:
             return
         ready = wait([workers[k][0] for k in busy])
@@ -200,6 +200,19 @@ def _hand_out(workers: list, todo: list[Task], schedule: Schedule) -> None:
                 free.append(k)
             else:
                 schedule.failed(job, failure(message[0], message[1]))
+
+
+def _gone(worker) -> Exception:
+    """Why a worker that took no job is gone: the failure it sent before it ended (the
+    budget ran out while it built its prover), else lost."""
+    try:
+        while worker[0].poll():
+            message = worker[0].recv()
+            if message[0] not in ("progress", "done"):
+                return failure(message[0], message[1])
+    except (EOFError, OSError):
+        pass
+    return WorkerLost(lost(worker))
 
 
 def _unknown(task: Task, reason: str) -> Obligation:

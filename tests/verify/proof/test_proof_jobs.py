@@ -198,3 +198,18 @@ def test_cli_proof_jobs_is_validated_and_gives_the_same_verdict(capsys):
     assert [line.split(" (")[0] for line in outputs[0]] == [line.split(" (")[0] for line in outputs[1]]
     assert any("all parameter values: proved" in line for line in outputs[1])
 
+
+
+def test_a_worker_that_failed_before_its_first_job_is_reported_by_its_failure_not_as_lost():
+    """Regression: with a 10 ms cap a worker's budget ran out while it built its prover;
+    it sent its failure and ended before the proof sent it a job, the send failed, and
+    the proof said "a proof worker process ended without an answer (exit code 0)"."""
+    import multiprocessing
+
+    from verify.engines.deadline import DeadlineReached
+
+    mine, theirs = multiprocessing.Pipe(duplex=True)
+    theirs.send(("deadline", None))
+    theirs.close()
+    assert isinstance(jobs_module._gone((mine, None, None)), DeadlineReached)
+    mine.close()
