@@ -63,7 +63,6 @@ class Schedule:
         self.eager = eager_second_round
         self.done: dict[Job, object] = {}
         self.failures: dict[Job, object] = {}
-        self.running: set[Job] = set()
         self.tasks = tasks
         self.cut: Job | None = None  # `_cut()`, kept up to date by `answered`
 
@@ -75,12 +74,10 @@ class Schedule:
         while self.waiting:
             job = self.waiting.popleft()
             if self._needed(job):
-                self.running.add(job)
                 return job
         return None
 
     def answered(self, job: Job, obligation) -> None:
-        self.running.discard(job)
         self.done[job] = obligation
         self.cut = self._cut()
         if not job.second and obligation.status != ProofStatus.PROVED:
@@ -91,11 +88,7 @@ class Schedule:
 
     def failed(self, job: Job, failure) -> None:
         """`failure`: what the proof raises if this is its earliest failed job."""
-        self.running.discard(job)
         self.failures[job] = failure
-
-    def finished(self) -> bool:
-        return not self.running and not any(self._needed(job) for job in self.waiting)
 
     def _first_round_over(self) -> bool:
         return sum(1 for job in self.done if not job.second) == self.tasks
