@@ -235,11 +235,11 @@ def _worker(channel, errors, program: Program, options, deadline: Deadline, repo
     milliseconds)."""
     if report:  # the caller reads progress lines (a query's: `_answer_next`)
         options = attrs.evolve(options, progress=lambda line: channel.send(("progress", line)))
-    loops = loop_sites(inline_registers(program))
 
     def work():
         prover = Prover(program, options, deadline, counter=counts(program, deadline))
         prover.terms.warm()
+        loops = loop_sites(prover.program)
         while True:
             child = os.fork()
             if child == 0:

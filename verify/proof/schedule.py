@@ -65,6 +65,7 @@ class Schedule:
         self.failures: dict[Job, object] = {}
         self.tasks = tasks
         self.cut: Job | None = None  # `_cut()`, kept up to date by `answered`
+        self.spent = 0  # the units of every job answered so far
 
     def rlimit(self, job: Job) -> int:
         """The per-query budget of the job's round."""
@@ -79,7 +80,9 @@ class Schedule:
 
     def answered(self, job: Job, obligation) -> None:
         self.done[job] = obligation
-        self.cut = self._cut()
+        self.spent += obligation.units
+        if self.options.rlimit is not None and self.spent > self.options.rlimit:
+            self.cut = self._cut()  # (under the budget in all, no job is past it)
         if not job.second and obligation.status != ProofStatus.PROVED:
             again = Job(True, job.task)
             self.waiting.appendleft(again) if self.eager else self.waiting.append(again)
