@@ -323,9 +323,9 @@ class _IterationsOnce:
 def _region_facts(region: RegionProgram, options):
     """What the planner may assume wherever an op of the region runs: the parameters'
     lower bounds and the region's facts (the condition of each statement's `if`)."""
-    from algorithm.threshold.counting import Session
+    from algorithm.threshold.counting import Session, param_bounds
 
     session = Session(options.facts_rlimit)
     program = region.program
-    facts = session.facts([session.var(p.name) >= p.lower for p in program.params])
-    return facts.with_(facts.z(program.body[0].cond)) if region.wrapped else facts
+    facts = session.facts(param_bounds(program.params))
+    return facts.with_(program.body[0].cond) if region.wrapped else facts

@@ -372,6 +372,13 @@ def conjoin(conds):
 # ------------------------------------------------------------ proof by Z3
 
 
+# Short tries first, each with another random seed: a candidate proof with a non-linear
+# index (`(m * NT + n) % 2`) takes Z3 0.2 s or several seconds by the luck of its
+# search; a few short deterministic restarts take the luck out of most of them.
+SHORT_TRIES = 3
+SHORT_RLIMIT = 500_000
+
+
 def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str | None:
     """None when Z3 proves the assertions unsat within a resource budget. The budget is
     deterministic for one query, but Z3's effort also depends on the ids its terms got
@@ -382,6 +389,12 @@ def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str
     the plain SMT kernel (`Session.check_alone`), whose only budget is the resource
     limit (`z3.Solver()`'s tactics have wall-clock limits); an exhausted budget is still retried once with
     ten times as much before giving up, for queries that sit near the budget on their own."""
+    for seed in range(SHORT_TRIES):
+        result = session.check_seeded(assertions, SHORT_RLIMIT, seed)
+        if result == z3.unsat:
+            return None
+        if result == z3.sat:
+            return "z3 found a counterexample"
     for budget in (rlimit, 10 * rlimit):
         result, solver = session.check_alone(assertions, budget)
         if result == z3.unsat:

@@ -39,7 +39,7 @@ from semantics.ir import (
 from semantics.printer import print_program
 from semantics.simplify import expr, linear, simplify
 from algorithm.threshold.options import PlannerOptions
-from algorithm.threshold.counting import Session, Unsupported, full_count
+from algorithm.threshold.counting import Session, Unsupported, full_count, param_bounds
 
 # Canonical names carry a character no kernel identifier has, so they never meet a
 # parameter's name.
@@ -167,7 +167,7 @@ class _Gaps:
     def __init__(self, program: Program, holders: dict, shapes: "_Shapes", rlimit: int):
         self.env = {p.name: Var(p.name) for p in program.params}
         session = Session(rlimit)
-        self.facts = session.facts([session.var(p.name) >= p.lower for p in program.params])
+        self.facts = session.facts(param_bounds(program.params))
         self.holders = holders  # engine -> statements holding one of its ops, cumulatively
         self.shapes = shapes
         self.by_shape: dict = {}

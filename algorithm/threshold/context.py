@@ -5,9 +5,10 @@ at a site (`site_facts`, `iters_facts`)."""
 from __future__ import annotations
 
 from semantics.context import Site, sites
-from semantics.ir import Const, Count, For, IfExpr, Iters, Neg, Not, Program, Var
-from semantics.symbolic import conflicting_pairs, domain
+from semantics.ir import Compare, Const, Count, For, IfExpr, Iters, Neg, Not, Program, Var
+from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.counting import Facts, PrefixCounts, Session, Unsupported, count_upto, loop_target
+from algorithm.threshold.facts import domain_conds, param_bounds
 
 
 def body_at(program: Program, trail, depth: int):
@@ -43,8 +44,7 @@ class Context:
         self.order = {name: n for n, name in enumerate(self.sites)}
         self._names: dict = {}
         self._tops: dict = {}
-        # count_before_y's memo: (op, id(targets), facts key) -> count. Facts keys are Z3
-        # term ids, valid within one Z3 context: cleared when the session renews it.
+        # count_before_y's memo: (op, id(targets), facts key) -> count.
         self.before: dict = {}
         self._kept: list = []
 
@@ -86,11 +86,7 @@ class Context:
 
 def site_facts(ctx: "Context", y: Site) -> Facts:
     """Parameters at or above their lower bounds, and y's loop ranges and guards."""
-    session, program = ctx.session, ctx.program
-    env = {p.name: session.var(p.name) for p in program.params}
-    for loop in y.loops:
-        env[loop.var] = session.var(loop.var)
-    return session.facts([env[p.name] >= p.lower for p in program.params] + domain(y, env, session.ctx))
+    return ctx.session.facts(param_bounds(ctx.program.params) + domain_conds(y))
 
 
 def iters_facts(ctx: "Context", y: Site, facts: Facts, node) -> Facts:
@@ -104,10 +100,10 @@ def iters_facts(ctx: "Context", y: Site, facts: Facts, node) -> Facts:
     inside = {l.var for l in y.loops}
     extra = []
     for var in wanted:
-        extra.append(facts.session.iters(var) >= (1 if var in inside else 0))
+        extra.append(Compare(">=", Iters(var), Const(1 if var in inside else 0)))
         try:
             count = count_upto(ctx.program.body, params, y.trail, values, frozenset([loop_target(var)]), facts, ctx.prefix)
-            extra.append(facts.session.iters(var) == facts.z(count))
+            extra.append(Compare("==", Iters(var), count))
         except Unsupported:
             pass
     return facts.with_(*extra)

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import bisect
 
-import z3
-
 from semantics.ir import (
-    BinOp, Const, For, If, IfExpr, Op, Var,
+    BinOp, Compare, Const, For, If, IfExpr, Not, Op, Var,
 )
 from semantics.simplify import cond as simplify_cond, simplify
 from semantics.context import Step
 from algorithm.threshold.facts import (  # noqa: F401 (re-exported: the algorithm's modules import them from here)
-    Facts, Session, Unsupported, mentions, nonneg_diff, refine, refine_cond, subst, tidy,
+    Facts, Session, Unsupported, mentions, nonneg_diff, param_bounds, refine, refine_cond, subst, tidy,
 )
 from algorithm.threshold.sums import as_congruence, as_interval, guard_count, loop_sum  # noqa: F401
 
@@ -47,9 +45,8 @@ def full_count(body, env: dict, targets: frozenset[str], facts: Facts):
     for stmt in body:
         total = BinOp("+", total, _stmt_count(stmt, env, targets, facts))
     result = tidy(total, facts)
-    # The statements and the facts' Z3 terms stay alive while their ids are keys (Z3
-    # reuses the id of a freed term).
-    memo[key] = (tuple(body), result, facts.assertions)
+    # The statements stay alive while their ids are keys.
+    memo[key] = (tuple(body), result)
     return result
 
 
@@ -65,19 +62,18 @@ def _stmt_count(stmt, env, targets, facts):
             if not _has_target(stmt, targets, facts.session):
                 return Const(0)
             c = simplify_cond(subst(c, env))
-            zc = facts.z(c)
-            if facts.proves(zc):
+            if facts.proves(c):
                 return full_count(then, env, targets, facts)
-            if facts.proves(z3.Not(zc)):
+            if facts.proves(Not(c)):
                 return full_count(else_, env, targets, facts)
-            return IfExpr(c, full_count(then, env, targets, facts.with_(zc)),
-                          full_count(else_, env, targets, facts.with_(z3.Not(zc))))
+            return IfExpr(c, full_count(then, env, targets, facts.with_(c)),
+                          full_count(else_, env, targets, facts.with_(Not(c))))
         case For(var=var, lo=lo, hi=hi, body=inner):
             if not _has_target(stmt, targets, facts.session):
                 return Const(0)
             lo, hi = simplify(subst(lo, env)), simplify(subst(hi, env))
             w = summed_index(var)
-            inner_facts = facts.with_(facts.z(lo) <= facts.session.var(w), facts.session.var(w) < facts.z(hi))
+            inner_facts = facts.with_(Compare("<=", lo, Var(w)), Compare("<", Var(w), hi))
             summand = full_count(inner, {**env, var: Var(w)}, targets, inner_facts)
             if loop_target(var) in targets:  # counting the iterations of this loop
                 summand = simplify(BinOp("+", summand, Const(1)))
@@ -135,7 +131,7 @@ class PrefixCounts:
 
     def refresh_facts(self) -> None:
         """Rebuild the Z3 facts (after the session starts a fresh Z3 context)."""
-        self.facts = self.session.facts([self.session.var(p.name) >= p.lower for p in self.params])
+        self.facts = self.session.facts(param_bounds(self.params))
 
     def before(self, index: int, targets: frozenset):
         hit = self._sums.get(targets)
@@ -166,15 +162,14 @@ def count_upto(body, env: dict, steps: tuple[Step, ...], values: dict, targets: 
             return total
         case If():
             c = simplify_cond(subst(stmt.cond, env))
-            zc = facts.z(c)
-            inner = facts.with_(zc if step.branch else z3.Not(zc))
+            inner = facts.with_(c if step.branch else Not(c))
             branch = stmt.then if step.branch else stmt.else_
             return simplify(BinOp("+", total, count_upto(branch, env, steps[1:], values, targets, inner)))
         case For(var=var, lo=lo, body=inner_body):
             lo = simplify(subst(lo, env))
             value = values[var]
             w = summed_index(var)
-            earlier_facts = facts.with_(facts.z(lo) <= facts.session.var(w), facts.session.var(w) < facts.z(value))
+            earlier_facts = facts.with_(Compare("<=", lo, Var(w)), Compare("<", Var(w), value))
             summand = full_count(inner_body, {**env, var: Var(w)}, targets, earlier_facts)
             begun = 1 if loop_target(var) in targets else 0  # the current iteration has begun
             earlier = loop_sum(simplify(BinOp("+", summand, Const(begun))), w, lo, value, facts)

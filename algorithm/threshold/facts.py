@@ -10,9 +10,10 @@ import z3
 
 from semantics.errors import Unsupported  # noqa: F401  (re-exported: no closed form known; the caller falls back)
 from semantics.ir import (
-    And, BinOp, Compare, Const, Count, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
+    And, BinOp, Compare, Const, Count, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
 from semantics.symbolic import to_z3
+from algorithm.threshold.bounds import decide, inequalities_of
 from semantics.simplify import cond as simplify_cond, simplify
 
 # Z3's budget per query is a resource limit (PlannerOptions.facts_rlimit): deterministic,
@@ -81,6 +82,7 @@ class Session:
         self.memo: dict = {}
         self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
         self.queries = 0
+        self.decided = 0  # claims bounds.py decided
         # Z3 resource units spent by the checks of capped stretches (`capped`), and the
         # total past which a stretch asks Z3 no more: deterministic, unlike a time limit.
         # Counted only inside a stretch (reading Z3's statistics costs time).
@@ -153,8 +155,17 @@ class Session:
         again.from_string(source.to_smt2())
         return self.check(again), again
 
-    def facts(self, assertions=()) -> "Facts":
-        return Facts(self, assertions)
+    def check_seeded(self, assertions, rlimit: int, seed: int):
+        """Z3's answer for the assertions from a solver of their own with this random seed."""
+        solver = z3.SimpleSolver(ctx=self.ctx)
+        budget(solver, rlimit)
+        solver.set("random_seed", seed)
+        assert_all(solver, assertions)
+        return self.check(solver)
+
+    def facts(self, conds=()) -> "Facts":
+        """Facts of IR conditions over the session's names."""
+        return Facts(self, conds)
 
     def false(self):
         return z3.BoolVal(False, self.ctx)
@@ -206,59 +217,67 @@ class _Names(dict):
 
 
 class Facts:
-    """What is known at a point (Z3 assertions over a session's names) and a prover.
-    Z3 hash-conses terms, so term ids make a cheap memo key (the session's memo keeps
-    the terms alive, since Z3 reuses the id of a freed term).
+    """What is known at a point (IR conditions over a session's names) and a prover:
+    bounds.py decides what bounds decide, Z3 the rest. The memo is keyed by the
+    conditions and the claim (IR nodes hash once: semantics/ir.py)."""
 
-    (Tried and dropped: Facts made by `with_` sharing their parent's solver, pushing
-    the extra assertions per query. Fewer assertions, but each check in a pushed scope
-    costs more than the assertions saved. Also tried and dropped: a counterexample
-    cache, as in KLEE: models of earlier sat answers refute later claims without Z3.
-    Its answers are Z3's, but the queries it skips change what the incremental solver
-    has learnt: it sped the nested-`if` reproducer up, but on repro/gemm_psum_if two
-    later checks then ran to their resource limit and planning took over twice as long.)"""
-
-    def __init__(self, session: Session, assertions=(), _key=None):
+    def __init__(self, session: Session, conds=(), _key=None, _forms=None):
         self.session = session
-        self.assertions = list(assertions)
-        self._key = _key if _key is not None else frozenset(a.get_id() for a in self.assertions)
-        self._solver = None
+        self.conds = tuple(conds)
+        self._key = _key if _key is not None else frozenset(self.conds)
+        self._forms = _forms if _forms is not None else inequalities_of(self.conds)
 
     def with_(self, *more) -> "Facts":
-        return Facts(self.session, self.assertions + list(more), self._key.union(a.get_id() for a in more))
+        """These facts and the conditions `more`."""
+        return Facts(self.session, self.conds + more, self._key.union(more), self._forms + inequalities_of(more))
 
-    def z(self, node):
-        return self.session.z(node)
+    @property
+    def assertions(self) -> list:
+        """The conditions as Z3 terms of the session's context."""
+        return [self.session.z(c) for c in self.conds]
 
     def proves(self, claim) -> bool:
+        """Whether the condition `claim` holds wherever the facts do."""
         memo = self.session.memo
-        key = (self._key, claim.get_id())
-        entry = memo.get(key)
-        if entry is not None:
-            return entry[0]
+        key = (self._key, claim)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        decided = decide(self.conds, self._forms, claim)
+        if decided is not None:
+            self.session.decided += 1
+            memo[key] = decided
+            return decided
         if self.session.exhausted():
             return False  # (not remembered: outside the capped stretch Z3 is asked)
-        if self._solver is None:
-            # The plain SMT kernel: proves() pushes, which puts z3.Solver() in this
-            # same incremental mode anyway, minus the combined solver's overhead.
-            self._solver = z3.SimpleSolver(ctx=self.session.ctx)
-            budget(self._solver, self.session.rlimit)
-            assert_all(self._solver, self.assertions)
-        self._solver.push()
-        assert_all(self._solver, (z3.Not(claim),))
-        result = self.session.check(self._solver)
-        self._solver.pop()
-        if result == z3.unknown:
-            # An incremental solver's answer depends on what it was asked before (what it
-            # learnt); an `unknown` is asked again of solvers of its own (check_alone), so
-            # that a query asked or skipped earlier cannot turn a proof into no proof.
-            result = self.session.check_alone([*self.assertions, z3.Not(claim)], self.session.rlimit)[0]
+        # A solver of its own per query (on the plain SMT kernel): what Z3 answers does
+        # not depend on which claims were asked before, or decided here without it.
+        z_claim = self.session.z(claim)
+        result, _ = self.session.check_alone([*self.assertions, z3.Not(z_claim)], self.session.rlimit)
         hit = result == z3.unsat
         self.session.queries += 1
         if len(memo) > 500_000:
             memo.clear()
-        memo[key] = (hit, self.assertions, claim)
+        memo[key] = hit
         return hit
+
+
+def param_bounds(params) -> list:
+    """The parameters' declared lower bounds, as conditions."""
+    return [Compare(">=", Var(p.name), Const(p.lower)) for p in params]
+
+
+def domain_conds(site) -> list:
+    """The site's instance exists: each enclosing loop index in range, each guard as
+    taken (semantics.symbolic.domain, as IR over the loops' own names)."""
+    out = []
+    for step in site.trail[:-1]:
+        stmt = step.stmt
+        if isinstance(stmt, For):
+            out += [Compare("<=", stmt.lo, Var(stmt.var)), Compare("<", Var(stmt.var), stmt.hi)]
+        else:
+            out.append(stmt.cond if step.branch else Not(stmt.cond))
+    return out
 
 
 def subst(node, env: dict):
@@ -329,13 +348,13 @@ def refine(node, facts: Facts):
         case BinOp(op="%", left=a, right=Const(value=m)) if 1 < m <= 8:
             node = BinOp("%", refine(a, facts), Const(m))
             for value in range(m):  # a residue that is the same at every point
-                if facts.proves(facts.z(node) == value):
+                if facts.proves(Compare("==", node, Const(value))):
                     return Const(value)
             return node
         case BinOp(op="%", left=a, right=m):
             node = BinOp("%", refine(a, facts), refine(m, facts))
             for value in (Const(0), simplify(BinOp("-", m, Const(1)))):  # a residue fixed at every point
-                if facts.proves(facts.z(node) == facts.z(value)):
+                if facts.proves(Compare("==", node, value)):
                     return value
             return node
         case BinOp(op=op, left=a, right=b):
@@ -344,18 +363,17 @@ def refine(node, facts: Facts):
             return Neg(refine(a, facts))
         case Min(left=a, right=b) | Max(left=a, right=b):
             a, b = refine(a, facts), refine(b, facts)
-            first_smaller = facts.proves(facts.z(a) <= facts.z(b))
-            if first_smaller or facts.proves(facts.z(b) <= facts.z(a)):
+            first_smaller = facts.proves(Compare("<=", a, b))
+            if first_smaller or facts.proves(Compare("<=", b, a)):
                 return a if first_smaller == isinstance(node, Min) else b
             return type(node)(a, b)
         case IfExpr(cond=c, then=a, else_=b):
             c = refine_cond(c, facts)
-            zc = facts.z(c)
-            if facts.proves(zc):
+            if facts.proves(c):
                 return refine(a, facts)
-            if facts.proves(z3.Not(zc)):
+            if facts.proves(Not(c)):
                 return refine(b, facts)
-            return IfExpr(c, refine(a, facts.with_(zc)), refine(b, facts.with_(z3.Not(zc))))
+            return IfExpr(c, refine(a, facts.with_(c)), refine(b, facts.with_(Not(c))))
     raise TypeError(f"not an integer expression: {node!r}")
 
 
@@ -366,9 +384,9 @@ def refine_cond(node, facts: Facts):
             return simplify_cond(Compare(op, refine(simplify(a), facts), refine(simplify(b), facts)))
         case And(left=a, right=b):
             a, b = refine_cond(a, facts), refine_cond(b, facts)
-            if facts.proves(facts.z(a)):
+            if facts.proves(a):
                 return b
-            if facts.proves(facts.z(b)):
+            if facts.proves(b):
                 return a
             return And(a, b)
         case Or(left=a, right=b):
@@ -384,6 +402,6 @@ def tidy(node, facts: Facts):
 
 def nonneg_diff(hi, lo, facts: Facts):
     """max(0, hi - lo), without the max where the facts show hi >= lo."""
-    if facts.proves(facts.z(hi) >= facts.z(lo)):
+    if facts.proves(Compare(">=", hi, lo)):
         return simplify(BinOp("-", hi, lo))
     return simplify(Max(Const(0), BinOp("-", hi, lo)))

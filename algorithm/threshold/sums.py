@@ -172,7 +172,7 @@ def guard_count(c, w: str, lo, hi, facts: Facts):
     congruence = as_congruence(c, w)
     if congruence is not None:
         m, r, residue = congruence
-        if not facts.proves(facts.z(m) > 0):
+        if not facts.proves(Compare(">", m, Const(0))):
             raise Unsupported("a congruence modulo a value that may be <= 0")
 
         def upto(n):  # #{v < n : v % m == residue} - (same at 0), Python floors
@@ -189,7 +189,7 @@ def guard_count(c, w: str, lo, hi, facts: Facts):
 
 def loop_sum(summand, w: str, lo, hi, facts: Facts):
     """Closed form of the sum of `summand` for w in [lo, hi) (0 when empty)."""
-    inner = facts.with_(facts.z(lo) <= facts.z(Var(w)), facts.z(Var(w)) < facts.z(hi))
+    inner = facts.with_(Compare("<=", lo, Var(w)), Compare("<", Var(w), hi))
     summand = tidy(summand, inner)
     if not mentions(summand, w):
         return simplify(BinOp("*", nonneg_diff(hi, lo, facts), summand))
@@ -350,7 +350,7 @@ def guarded_sum(conds: list, poly, w: str, lo, hi, facts: Facts):
     if not congruences:
         return _power_sum(poly, w, lo, hi, facts)
     m, r, residue = congruences[0]
-    if not facts.proves(facts.z(m) > 0):
+    if not facts.proves(Compare(">", m, Const(0))):
         raise Unsupported("a congruence modulo a value that may be <= 0")
     # w = first + m*t for t in [0, count): first is the least w >= lo with w % m == residue.
     first = BinOp("+", lo, BinOp("%", BinOp("-", residue, lo), m))
@@ -386,7 +386,7 @@ def _power_sum(poly, w: str, lo, hi, facts: Facts):
     for degree, coefs in by_degree.items():
         total = BinOp("+", total, BinOp("*", lin_expr(coefs), power_sums[degree]))
     total = simplify(total)
-    if not facts.proves(facts.z(hi) >= facts.z(lo)):
+    if not facts.proves(Compare(">=", hi, lo)):
         total = IfExpr(Compare(">", hi, lo), total, Const(0))
     return total
 

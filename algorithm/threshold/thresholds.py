@@ -7,10 +7,9 @@ tidying of the result under the facts at the consumer (`tidied`, `tidy_threshold
 
 from __future__ import annotations
 
-import z3
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import BinOp, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var
+from semantics.ir import BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var
 from algorithm.threshold.candidates import Candidate, conjoin
 from algorithm.threshold.context import Context, body_at, iters_facts, iters_vars
 from algorithm.threshold.counting import Facts, Unsupported, count_upto, full_count, loop_target
@@ -52,7 +51,7 @@ def count_before_y(ctx: "Context", y: Site, targets: list[Site], facts: Facts):
     for x_site in ctx.in_statement(targets, top):
         total = BinOp("+", total, _iters_count(ctx, y, x_site, facts))
     result = simplify(total)
-    ctx.before[key] = (targets, result, facts.assertions)  # the assertions stay alive while their ids are keys
+    ctx.before[key] = (targets, result)
     return result
 
 
@@ -62,7 +61,7 @@ def candidate_count(ctx: "Context", x: Site, y: Site, candidate: Candidate, targ
     from y (tracked counts at y minus the instances between the candidate and y)."""
     program = ctx.program
     names = ctx.names(targets)
-    at_facts = facts.with_(facts.z(candidate.condition))
+    at_facts = facts.with_(candidate.condition)
     forms = []
     closed = None
     try:
@@ -252,24 +251,23 @@ def tidy_threshold(t, facts: Facts):
     from algorithm.threshold.counting import tidy
 
     t = tidy(t, facts)
-    if facts.proves(facts.z(t) <= 0):
+    if facts.proves(Compare("<=", t, Const(0))):
         return Const(0)
     t = _push_into_branches(t)
     match t:
         case IfExpr(cond=c, then=a, else_=b):
-            zc = facts.z(c)
-            yes, no = facts.with_(zc), facts.with_(z3.Not(zc))
+            yes, no = facts.with_(c), facts.with_(Not(c))
             a, b = tidy_threshold(a, yes), tidy_threshold(b, no)
-            if no.proves(facts.z(a) == facts.z(b)) or (no.proves(facts.z(a) <= 0) and no.proves(facts.z(b) <= 0)):
+            if no.proves(Compare("==", a, b)) or (no.proves(_at_most_0(a)) and no.proves(_at_most_0(b))):
                 return a
-            if yes.proves(facts.z(a) == facts.z(b)) or (yes.proves(facts.z(a) <= 0) and yes.proves(facts.z(b) <= 0)):
+            if yes.proves(Compare("==", a, b)) or (yes.proves(_at_most_0(a)) and yes.proves(_at_most_0(b))):
                 return b
             return IfExpr(c, a, b)
         case Max(left=a, right=b):
             a, b = tidy_threshold(a, facts), tidy_threshold(b, facts)
-            if facts.proves(facts.z(a) <= facts.z(b)) or facts.proves(facts.z(a) <= 0):
+            if facts.proves(Compare("<=", a, b)) or facts.proves(_at_most_0(a)):
                 return b
-            if facts.proves(facts.z(b) <= facts.z(a)) or facts.proves(facts.z(b) <= 0):
+            if facts.proves(Compare("<=", b, a)) or facts.proves(_at_most_0(b)):
                 return a
             if isinstance(a, IfExpr) and isinstance(b, IfExpr) and a.cond == b.cond:
                 # max(if c then p else q, if c then r else s) = if c then max(p, r) else max(q, s)
@@ -279,6 +277,10 @@ def tidy_threshold(t, facts: Facts):
                     return tidy_threshold(IfExpr(other.cond, Max(one, other.then), Max(one, other.else_)), facts)
             return Max(a, b)
     return t
+
+
+def _at_most_0(t):
+    return Compare("<=", t, Const(0))
 
 
 def _push_into_branches(t):

@@ -16,6 +16,7 @@ import z3
 from algorithm import peers as peers_mod
 from algorithm.registry import get_strategy
 from algorithm.threshold.facts import Session
+from semantics.ir import BinOp, Compare, Const, Var
 from semantics.parser import parse_file
 
 from tests.support.corpus import ROOT
@@ -77,13 +78,12 @@ def test_teeth_peers_asking_the_combined_solver_are_caught(strategy, monkeypatch
     assert _combined_solvers_checked(KERNELS[1], strategy) > 0
 
 
-def test_an_unknown_of_the_incremental_solver_is_asked_again_alone(monkeypatch):
-    """Facts.proves asks an incremental solver, whose answer depends on what it was asked
-    before; its `unknown` is asked again of solvers of their own (Session.check_alone),
-    so skipping an earlier query cannot turn a proof into no proof (otherwise a skipped
-    query can leave a wait with a `max` Z3 resolved before). Here a budget of one
-    resource unit makes the incremental check `unknown`; the stand-in for check_alone
-    answers unsat, so the claim is proved through it and only through it."""
+def test_a_claim_bounds_cannot_decide_is_asked_of_a_solver_of_its_own(monkeypatch):
+    """Facts.proves asks Z3 with a solver of its own (Session.check_alone), holding the
+    facts and the negated claim and nothing asked before, so that an answer does not
+    depend on which claims came first or were decided without Z3 (bounds.py). Here the
+    claim is non-linear (no bound proves it, no point refutes it); the stand-in for
+    check_alone answers unsat, so the claim is proved through it and only through it."""
     asked = []
 
     def check_alone(self, assertions, rlimit):
@@ -91,10 +91,11 @@ def test_an_unknown_of_the_incremental_solver_is_asked_again_alone(monkeypatch):
         return z3.unsat, None
 
     session = Session(rlimit=1)
-    x = session.var("x")
-    facts = session.facts([x >= 3, x * x <= 100])
+    x = Var("x")
+    facts = session.facts([Compare(">=", x, Const(3)), Compare("<=", BinOp("*", x, x), Const(100))])
+    facts.proves(Compare(">=", x, Const(0)))  # decided by bounds: Z3 is not asked
     monkeypatch.setattr(Session, "check_alone", check_alone)
-    assert facts.proves(x * x * x >= 27)
+    assert facts.proves(Compare(">=", BinOp("*", BinOp("*", x, x), x), Const(27)))
     assert asked == [3]  # the facts and the negated claim, in one solver of its own
 
 
@@ -108,7 +109,7 @@ def _uncounted_query(ctx):
 @pytest.mark.timeout(120)  # without the backstop these checks would not return: fail, do not hang
 def test_a_query_past_its_backstop_answers_unknown(monkeypatch):
     """The wall-clock backstop under the resource limit (facts.py `budget`): a query
-    Z3 does not stop by its units gives `unknown`, both asked alone and incrementally,
+    Z3 does not stop by its units gives `unknown`, asked alone and through Facts,
     instead of hanging `sync` (Z3's non-linear procedure can run for minutes below
     its units). The backstop is shortened here; the units are made unlimited. That the
     backstop ended it is Z3's own word (`reason_unknown`), not a time measured here."""
@@ -119,9 +120,10 @@ def test_a_query_past_its_backstop_answers_unknown(monkeypatch):
     result, solver = session.check_alone(_uncounted_query(session.ctx), 0)
     assert result == z3.unknown, result
     assert solver.reason_unknown() in ("timeout", "canceled"), solver.reason_unknown()
-    known = session.facts(_uncounted_query(session.ctx)[:3])
-    x, y, z = (session.var(n) for n in "xyz")
-    assert not known.proves(x * x * x + y * y * y != z * z * z)
+    x, y, z = (Var(n) for n in "xyz")
+    known = session.facts([Compare(">", v, Const(0)) for v in (x, y, z)])
+    cube = lambda v: BinOp("*", BinOp("*", v, v), v)
+    assert not known.proves(Compare("!=", BinOp("+", cube(x), cube(y)), cube(z)))
 
 
 def test_backstop_leaves_room_for_every_counted_budget():

@@ -1,0 +1,315 @@
+"""Deciding a claim under the facts without a solver, where bounds decide it.
+
+The planner's questions are mostly comparisons of affine expressions under the loop
+ranges, guards and parameter bounds of a point ("is hi >= lo here?", "is this `min`
+always its left side?"). Two cheap procedures answer most of them; what they leave
+undecided goes to Z3 (facts.Facts.proves).
+
+- Proof by elimination (Fourier-Motzkin): the claim `L >= 0` follows from a fact
+  `F >= 0` that bounds one of L's atoms from the right side: `|f| L - |c| F` no longer
+  mentions the atom, and `|f| L >= |f| L - |c| F`, so proving the smaller form proves
+  L. Integer tightening keeps each form exact (`g S + k >= 0` iff `S + floor(k / g) >= 0`
+  for integer S). Atoms are the linear form's monomials: loop indices, parameters,
+  tracked counts, and opaque terms with the bounds their meaning gives (`e % m` lies in
+  [0, m), `m * (e // m)` within m - 1 below e, `min` below and `max` above each side, for a
+  constant m > 0). A bounded search: giving up answers nothing.
+- Refutation by a point: integer values for the facts' names, chosen from the ends of
+  each name's range given the names before it, at which every fact holds and the claim
+  does not (evaluated on the IR, with the meaning Z3 gives it: semantics/symbolic.py).
+  Such a point is a model of the query Z3 would be asked, so its answer is known.
+
+Both answers are Z3's own wherever Z3 would answer within its budget: a proof here is
+a proof, and a point here is a counterexample.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import floor, gcd
+
+from semantics.errors import SyncproofError
+from semantics.evaluate import eval_cond
+from semantics.ir import And, BinOp, Compare, Const, Max, Min, Not, Or, Var, walk_expr
+from semantics.simplify import linear
+
+PROOF_STEPS = 64  # eliminations tried per claim
+
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def decide(conds: tuple, facts: list, claim) -> bool | None:
+    """True: the claim follows from the conditions; False: a point satisfies the
+    conditions and not the claim; None: undecided here. `facts`: the conditions'
+    `inequalities_of` (kept by the caller, which asks many claims under one set)."""
+    goals = _goals(claim)
+    if goals is not None:
+        facts = facts + _atom_facts([*facts, *(g for alt in goals for g in alt)])
+        if any(all(_proves(g, facts) for g in alternative) for alternative in goals):
+            return True
+    if _refuted(conds, facts, claim):
+        return False
+    return None
+
+
+# ---------------------------------------------------------------- linear forms
+
+
+def _form(node) -> dict | None:
+    try:
+        out = linear(node)
+    except TypeError:
+        return None
+    return {k: v for k, v in out.items() if v != 0}
+
+
+def _difference(a, b, k=0) -> dict | None:
+    """a - b + k as a linear form."""
+    la, lb = _form(a), _form(b)
+    if la is None or lb is None:
+        return None
+    out = dict(la)
+    for m, v in lb.items():
+        out[m] = out.get(m, 0) - v
+    out[None] = out.get(None, 0) + k
+    return _tight({m: v for m, v in out.items() if v != 0})
+
+
+def _ge(compare) -> list | None:
+    """A comparison as forms that are each >= 0 exactly when it holds; None for `!=`."""
+    a, b = compare.left, compare.right
+    match compare.op:
+        case "<=":
+            parts = [_difference(b, a)]
+        case "<":
+            parts = [_difference(b, a, -1)]
+        case ">=":
+            parts = [_difference(a, b)]
+        case ">":
+            parts = [_difference(a, b, -1)]
+        case "==":
+            parts = [_difference(a, b), _difference(b, a)]
+        case _:
+            return None
+    return None if any(p is None for p in parts) else parts
+
+
+def inequalities_of(conds) -> list:
+    """The conjunctive comparisons among the conditions, as forms >= 0 (the others are
+    left out: fewer facts prove less, never more)."""
+    out = []
+    for c in conds:
+        match c:
+            case And(left=a, right=b):
+                out += inequalities_of((a, b))
+            case Compare():
+                out += _ge(c) or []
+            case Not(operand=Compare(op=op, left=a, right=b)) if op != "==":
+                out += _ge(Compare(_NEGATED[op], a, b)) or []
+    return out
+
+
+def _goals(claim) -> list | None:
+    """The claim as alternatives, each a list of forms that must all be >= 0."""
+    match claim:
+        case Compare(op="!="):
+            return None
+        case Compare():
+            parts = _ge(claim)
+            return None if parts is None else [parts]
+        case Not(operand=Compare(op=op, left=a, right=b)) if op != "==":
+            return _goals(Compare(_NEGATED[op], a, b))
+        case And(left=a, right=b):
+            ga, gb = _goals(a), _goals(b)
+            if ga is None or gb is None or len(ga) != 1 or len(gb) != 1:
+                return None
+            return [ga[0] + gb[0]]
+        case Or(left=a, right=b):
+            ga, gb = _goals(a), _goals(b)
+            return None if ga is None or gb is None else ga + gb
+    return None
+
+
+def _tight(form: dict) -> dict:
+    """The integer-tightened form: g S + k >= 0 iff S + floor(k / g) >= 0."""
+    coefs = [v for k, v in form.items() if k is not None]
+    if not coefs:
+        return form
+    if any(isinstance(v, Fraction) for v in form.values()):
+        scale = 1
+        for v in form.values():
+            scale = scale * Fraction(v).denominator // gcd(scale, Fraction(v).denominator)
+        form = {k: int(v * scale) for k, v in form.items()}
+        coefs = [v for k, v in form.items() if k is not None]
+    g = 0
+    for v in coefs:
+        g = gcd(g, v)
+    if g <= 1:
+        return form
+    out = {k: v // g for k, v in form.items() if k is not None}
+    rest = floor(Fraction(form.get(None, 0), g))
+    if rest:
+        out[None] = rest
+    return out
+
+
+def _atom_facts(forms) -> list:
+    """What the meaning of the opaque atoms among the forms gives (constant m > 0)."""
+    out, seen = [], set()
+    for form in forms:
+        for mono in form:
+            if mono is None or len(mono) != 1 or mono in seen:
+                continue
+            seen.add(mono)
+            (atom,) = mono
+            match atom:
+                case BinOp(op="%", right=Const(value=m)) if m > 0:
+                    out += [{mono: 1}, _tight({mono: -1, None: m - 1})]
+                case BinOp(op="//", left=e, right=Const(value=m)) if m > 0:
+                    below, above = _difference(e, BinOp("*", Const(m), atom)), _difference(
+                        BinOp("*", Const(m), atom), e, m - 1)
+                    out += [f for f in (below, above) if f is not None]
+                case Min(left=a, right=b):
+                    out += [f for f in (_difference(a, atom), _difference(b, atom)) if f is not None]
+                case Max(left=a, right=b):
+                    out += [f for f in (_difference(atom, a), _difference(atom, b)) if f is not None]
+    return out
+
+
+def _proves(goal: dict, facts: list) -> bool:
+    return _eliminate(goal, facts, [PROOF_STEPS])
+
+
+def _eliminate(goal: dict, facts: list, budget: list) -> bool:
+    atoms = [m for m in goal if m is not None]
+    if not atoms:
+        return goal.get(None, 0) >= 0
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    # The atom bounded by the latest fact first (the innermost loop's index: facts come
+    # outermost first), each fact of the right sign tried, latest first.
+    for atom in sorted(atoms, key=lambda m: _latest_bound(m, goal[m], facts)):
+        c = goal[atom]
+        for f in reversed(facts):
+            fc = f.get(atom)
+            if fc is None or (fc > 0) != (c > 0):
+                continue
+            smaller: dict = {}
+            for k, v in goal.items():
+                smaller[k] = smaller.get(k, 0) + abs(fc) * v
+            for k, v in f.items():
+                smaller[k] = smaller.get(k, 0) - abs(c) * v
+            smaller = {k: v for k, v in smaller.items() if v != 0}
+            if sum(1 for k in smaller if k is not None) > len(atoms) + 1:
+                continue  # growing: another fact may do better
+            if _eliminate(_tight(smaller), facts, budget):
+                return True
+            if budget[0] < 0:
+                return False
+        return False  # the latest-bounded atom cannot be eliminated: no proof this way
+    return False
+
+
+def _latest_bound(atom, c, facts) -> int:
+    for n in range(len(facts) - 1, -1, -1):
+        fc = facts[n].get(atom)
+        if fc is not None and (fc > 0) == (c > 0):
+            return -n
+    return 1
+
+
+# ---------------------------------------------------------------- refutation
+
+
+def _refuted(conds, facts: list, claim) -> bool:
+    """Some point satisfies every condition and not the claim."""
+    names = []
+    for form in facts:
+        for mono in form:
+            if mono is not None and len(mono) == 1 and isinstance(mono[0], Var) and mono[0].name not in names:
+                names.append(mono[0].name)
+    for node in (*conds, claim):
+        for sub in walk_expr(node):
+            if isinstance(sub, Var) and sub.name not in names:
+                names.append(sub.name)
+    negation = Not(claim)
+    ranges = _Ranges(names, facts)
+    for choose in CHOICES:
+        point = ranges.point(choose)
+        if point is None:
+            continue
+        try:
+            if eval_cond(negation, point) and all(eval_cond(c, point) for c in conds):
+                return True
+        except (SyncproofError, KeyError, ArithmeticError, TypeError):
+            continue  # a name without a value, a division by zero: this point decides nothing
+    return False
+
+
+# How a point picks each name's value from its range [lo, hi] (hi None: unbounded),
+# given the name's position k: one point per rule, no search. Unbounded names
+# (parameters above their lower bounds) go large in some rules, so that the loops under
+# them run. Each rule: (for a bounded range, for an unbounded one).
+LARGE = 40
+CHOICES = (("lo", "lo"), ("hi", "large"), ("lo", "large"), ("mid", "large"), ("hi-1", "lo+1"),
+           ("hi-1", "large"), ("lo+1", "large"), ("alternate", "spread"), ("hi", "lo+1"), ("mid", "spread"))
+
+
+def _pick(rule: str, lo: int, hi, k: int) -> int:
+    match rule:
+        case "lo":
+            return lo
+        case "lo+1":
+            return lo + 1 if hi is None or lo + 1 <= hi else lo
+        case "hi":
+            return hi
+        case "hi-1":
+            return hi - 1 if hi - 1 >= lo else hi
+        case "mid":
+            return (lo + hi) // 2
+        case "alternate":
+            return hi if k % 2 else lo
+        case "large":
+            return lo + LARGE
+        case "spread":
+            return lo + 2 * k + 3
+    raise ValueError(rule)
+
+
+class _Ranges:
+    """Each name's range given the values of the names before it: the facts over names
+    only, each filed under its last name (facts over opaque terms only filter points)."""
+
+    def __init__(self, names: list, facts: list):
+        self.names = names
+        order = {n: k for k, n in enumerate(names)}
+        self.by_name: dict = {n: [] for n in names}
+        for form in facts:
+            atoms = [m for m in form if m is not None]
+            if any(len(m) != 1 or not isinstance(m[0], Var) for m in atoms):
+                continue
+            last = max((m[0].name for m in atoms), key=lambda v: order.get(v, -1), default=None)
+            if last in self.by_name:
+                c = form[(Var(last),)]
+                rest = [(m[0].name, v) for m, v in form.items() if m is not None and m[0].name != last]
+                self.by_name[last].append((c, form.get(None, 0), rest))
+
+    def point(self, choose) -> dict | None:
+        point: dict = {}
+        for k, name in enumerate(self.names):
+            lo = hi = None
+            for c, const, rest in self.by_name[name]:
+                bound = Fraction(-(const + sum(v * point[n] for n, v in rest)), c)  # c * x + rest >= 0
+                if c > 0:
+                    lo = bound if lo is None or bound > lo else lo
+                else:
+                    hi = bound if hi is None or bound < hi else hi
+            lo = None if lo is None else -floor(-lo)
+            hi = None if hi is None else floor(hi)
+            if lo is not None and hi is not None and lo > hi:
+                return None
+            if lo is None:
+                lo = 0 if hi is None else hi - LARGE
+            bounded, unbounded = choose
+            point[name] = _pick(bounded if hi is not None else unbounded, lo, hi, k)
+        return point
