@@ -129,7 +129,9 @@ class TrackedContexts:
     collector's objects instead would expose half-built tuples of the running thread.)"""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        # Reentrant: a context whose last reference the watchdog held is finalized in the
+        # watchdog's thread, inside `interrupt`, and forgets itself there.
+        self._lock = threading.RLock()
         self._refs: list = []
         self._original = None
 
@@ -143,12 +145,23 @@ class TrackedContexts:
                 super().__init__(*args, **kwargs)
                 contexts.track(self)
 
+            def __del__(self):
+                # Forgotten before Z3 deletes it: a weak reference still answers while
+                # __del__ runs, and an interrupt of a deleted context crashes the process.
+                contexts.forget(self)
+                super().__del__()
+
         self._original, z3.Context = original, Tracked
 
     def track(self, context) -> None:
         """Interrupt `context` too (a weak reference: a context that is gone is skipped)."""
         with self._lock:
             self._refs.append(weakref.ref(context))
+
+    def forget(self, context) -> None:
+        """Interrupt `context` no more (it is being deleted); waits for an interrupt under way."""
+        with self._lock:
+            self._refs = [ref for ref in self._refs if ref() is not None and ref() is not context]
 
     def uninstall(self) -> None:
         import z3
@@ -165,12 +178,13 @@ class TrackedContexts:
         the watchdog's, which would die of it (a traceback, and no more interruptions)."""
         import z3
 
-        with self._lock:
+        with self._lock:  # (held while interrupting: a context cannot be deleted meanwhile)
             self._refs = [ref for ref in self._refs if ref() is not None]
-            live = [ref() for ref in self._refs]
-        for context in live:
-            if context is not None:
-                try:
-                    context.interrupt()
-                except z3.Z3Exception:
-                    pass
+            for ref in self._refs:
+                context = ref()
+                if context is not None:
+                    try:
+                        context.interrupt()
+                    except z3.Z3Exception:
+                        pass
+                del context
