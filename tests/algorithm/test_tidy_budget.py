@@ -4,14 +4,13 @@ skipped, and the threshold stays the brute-force minimum in a longer form."""
 
 from __future__ import annotations
 
-import attrs
 import pytest
 
 import algorithm.threshold.plan as threshold_mod
 from algorithm.threshold.facts import Session
 from algorithm.threshold.options import PlannerOptions
 from algorithm.threshold.thresholds import tidy_threshold
-from semantics.ir import BinOp, Compare, Const, Max, Min, Var
+from semantics.ir import BinOp, Compare, Const, Max, Var
 from semantics.parser import parse_file
 from verify.timing.scheduler import arithmetic_ops
 
