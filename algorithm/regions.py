@@ -26,7 +26,7 @@ import re
 import attrs
 
 from semantics.ir import (
-    Access, And, Barrier, BinOp, Compare, Const, For, If, IfExpr, Iters, Max, Min, Not, Op, Param, Program, Range,
+    Access, And, Barrier, BinOp, Const, For, If, IfExpr, Iters, Max, Min, Not, Op, Param, Program, Range,
     Var, map_expr, walk_expr, walk_stmts,
 )
 from semantics.printer import print_expr, print_program
@@ -49,12 +49,9 @@ class Region:
     def facts(self):
         """What holds wherever the region runs: its loops' ranges and its branches'
         conditions (None when nothing does beyond the parameters' lower bounds)."""
-        parts = []
-        for stmt, branch in self.path:
-            if isinstance(stmt, For):
-                parts += [Compare("<=", stmt.lo, Var(stmt.var)), Compare("<", Var(stmt.var), stmt.hi)]
-            else:
-                parts.append(stmt.cond if branch else Not(stmt.cond))
+        from algorithm.threshold.facts import path_conds
+
+        parts = path_conds(self.path)
         return functools.reduce(And, parts) if parts else None
 
 

@@ -186,27 +186,27 @@ def _eliminate(goal: dict, facts: list, budget: list) -> bool:
     budget[0] -= 1
     if budget[0] < 0:
         return False
-    # The atom bounded by the latest fact first (the innermost loop's index: facts come
-    # outermost first), each fact of the right sign tried, latest first.
-    for atom in sorted(atoms, key=lambda m: _latest_bound(m, goal[m], facts)):
-        c = goal[atom]
-        for f in reversed(facts):
-            fc = f.get(atom)
-            if fc is None or (fc > 0) != (c > 0):
-                continue
-            smaller: dict = {}
-            for k, v in goal.items():
-                smaller[k] = smaller.get(k, 0) + abs(fc) * v
-            for k, v in f.items():
-                smaller[k] = smaller.get(k, 0) - abs(c) * v
-            smaller = {k: v for k, v in smaller.items() if v != 0}
-            if sum(1 for k in smaller if k is not None) > len(atoms) + 1:
-                continue  # growing: another fact may do better
-            if _eliminate(_tight(smaller), facts, budget):
-                return True
-            if budget[0] < 0:
-                return False
-        return False  # the latest-bounded atom cannot be eliminated: no proof this way
+    # The atom bounded by the latest fact (the innermost loop's index: facts come
+    # outermost first), each fact of the right sign tried, latest first; when that atom
+    # cannot be eliminated there is no proof this way.
+    atom = min(atoms, key=lambda m: _latest_bound(m, goal[m], facts))
+    c = goal[atom]
+    for f in reversed(facts):
+        fc = f.get(atom)
+        if fc is None or (fc > 0) != (c > 0):
+            continue
+        smaller: dict = {}
+        for k, v in goal.items():
+            smaller[k] = smaller.get(k, 0) + abs(fc) * v
+        for k, v in f.items():
+            smaller[k] = smaller.get(k, 0) - abs(c) * v
+        smaller = {k: v for k, v in smaller.items() if v != 0}
+        if sum(1 for k in smaller if k is not None) > len(atoms) + 1:
+            continue  # growing: another fact may do better
+        if _eliminate(_tight(smaller), facts, budget):
+            return True
+        if budget[0] < 0:
+            return False
     return False
 
 

@@ -82,7 +82,6 @@ class Session:
         self.memo: dict = {}
         self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
         self.queries = 0
-        self.decided = 0  # claims bounds.py decided
         # Z3 resource units spent by the checks of capped stretches (`capped`), and the
         # total past which a stretch asks Z3 no more: deterministic, unlike a time limit.
         # Counted only inside a stretch (reading Z3's statistics costs time).
@@ -142,9 +141,7 @@ class Session:
         nested-if wait redundant). Not every query is asked that way: the answers
         are the same where both decide, but a fresh context per query costs several
         times as much."""
-        solver = z3.SimpleSolver(ctx=self.ctx)
-        budget(solver, rlimit)
-        assert_all(solver, assertions)
+        solver = self._solver_of(assertions, rlimit)
         result = self.check(solver)
         if result != z3.unknown:
             return result, solver
@@ -157,11 +154,16 @@ class Session:
 
     def check_seeded(self, assertions, rlimit: int, seed: int):
         """Z3's answer for the assertions from a solver of their own with this random seed."""
+        return self.check(self._solver_of(assertions, rlimit, seed))
+
+    def _solver_of(self, assertions, rlimit: int, seed: int | None = None):
+        """A plain SMT kernel solver of the session's context holding the assertions."""
         solver = z3.SimpleSolver(ctx=self.ctx)
         budget(solver, rlimit)
-        solver.set("random_seed", seed)
+        if seed is not None:
+            solver.set("random_seed", seed)
         assert_all(solver, assertions)
-        return self.check(solver)
+        return solver
 
     def facts(self, conds=()) -> "Facts":
         """Facts of IR conditions over the session's names."""
@@ -245,7 +247,6 @@ class Facts:
             return hit
         decided = decide(self.conds, self._forms, claim)
         if decided is not None:
-            self.session.decided += 1
             memo[key] = decided
             return decided
         if self.session.exhausted():
@@ -270,13 +271,18 @@ def param_bounds(params) -> list:
 def domain_conds(site) -> list:
     """The site's instance exists: each enclosing loop index in range, each guard as
     taken (semantics.symbolic.domain, as IR over the loops' own names)."""
+    return path_conds((step.stmt, step.branch) for step in site.trail[:-1])
+
+
+def path_conds(path) -> list:
+    """What holds inside a path of (loop or `if`, branch taken) pairs, outermost first:
+    each loop index in its range, each condition as taken."""
     out = []
-    for step in site.trail[:-1]:
-        stmt = step.stmt
+    for stmt, branch in path:
         if isinstance(stmt, For):
             out += [Compare("<=", stmt.lo, Var(stmt.var)), Compare("<", Var(stmt.var), stmt.hi)]
         else:
-            out.append(stmt.cond if step.branch else Not(stmt.cond))
+            out.append(stmt.cond if branch else Not(stmt.cond))
     return out
 
 
