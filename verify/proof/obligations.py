@@ -152,12 +152,29 @@ class Prover(Chains, Cases, Budgeted):
     def query(self, facts: list, name: str):
         """(PROVED, None) when the facts are unsat, (FAILED, valuation) when sat,
         (UNKNOWN, reason) otherwise."""
-        solver = self._solver(self.ctx, 0)
-        solver.add(*self.nonneg, *facts)
-        answer = solver.check()
+        second = self.rlimit >= self.options.query_rlimit  # the second round (verify/proof/schedule.py)
+        solver, answer = None, z3.unknown
+        if second and 0 < self.options.short_query_rlimit < self.rlimit:
+            # The first round left this query unknown in the prover's context with seed
+            # 0. Z3's effort on it is heavy-tailed in its seed and term ids (flash
+            # attention's exact `ld_q`: 40M units unanswered with seeds 0, 1 and 5, about
+            # 2M with 2, 3 or 4), so short tries in fresh contexts with other seeds come
+            # before the full budget; each try is deterministic, the answer Z3's.
+            for seed in RETRY_SEEDS:
+                if self.deadline.passed():
+                    break
+                solver = self._fresh([*self.nonneg, *facts], seed, self.options.short_query_rlimit)
+                answer = solver.check()
+                if answer != z3.unknown:
+                    break
+                self.note_unknown(solver)
         if answer == z3.unknown:
-            self.note_unknown(solver)
-        if self.rlimit >= self.options.query_rlimit:
+            solver = self._solver(self.ctx, 0)
+            solver.add(*self.nonneg, *facts)
+            answer = solver.check()
+            if answer == z3.unknown:
+                self.note_unknown(solver)
+        if second:
             # Again in a fresh context with other seeds: Z3's effort on one query is
             # heavy-tailed in the ids its terms got (every query asked before in the
             # context) and in its random seed: a query that runs out of its units with
@@ -190,11 +207,12 @@ class Prover(Chains, Cases, Budgeted):
             reason += f" (query written to {path})"
         return UNKNOWN, f"Z3 answered unknown: {reason}"
 
-    def _solver(self, ctx: z3.Context, seed: int) -> z3.Solver:
-        """A solver with the query's budgets: the resource limit (at most what is left of
-        the proof's deterministic budget: RlimitReached when nothing is), and what is left
-        of the wall-clock cap (and at most query_timeout_ms) when there is one."""
-        rlimit = self.allowance()
+    def _solver(self, ctx: z3.Context, seed: int, rlimit: int | None = None) -> z3.Solver:
+        """A solver with the query's budgets: the resource limit (`rlimit` or the query's,
+        at most what is left of the proof's deterministic budget: RlimitReached when
+        nothing is), and what is left of the wall-clock cap (and at most
+        query_timeout_ms) when there is one."""
+        rlimit = self.allowance() if rlimit is None else min(rlimit, self.allowance())
         solver = z3.Solver(ctx=ctx)
         self.track(ctx, solver)
         limits = [ms for ms in (self.options.query_timeout_ms, self._left_ms()) if ms is not None]
@@ -204,10 +222,10 @@ class Prover(Chains, Cases, Budgeted):
         solver.set("rlimit", rlimit)
         return solver
 
-    def _fresh(self, assertions: list, seed: int) -> z3.Solver:
+    def _fresh(self, assertions: list, seed: int, rlimit: int | None = None) -> z3.Solver:
         """A solver of a fresh context holding the assertions (translated)."""
         ctx = z3.Context()
-        solver = self._solver(ctx, seed)
+        solver = self._solver(ctx, seed, rlimit)
         solver.add(*[a.translate(ctx) for a in assertions])
         return solver
 

@@ -40,6 +40,10 @@ class ProofOptions:
     # The first round's budget per query (verify/proof/schedule.py): every obligation is
     # tried with it first, and only those it leaves unproved get query_rlimit.
     first_query_rlimit: int = 2_000_000
+    # In the second round, a query is first tried in fresh contexts with the retry seeds
+    # at this budget each, then with query_rlimit (obligations.Prover.query); 0 (or not
+    # below query_rlimit): no short tries.
+    short_query_rlimit: int = 5_000_000
     # The whole proof's deterministic budget: Z3 resource units summed over every query
     # and case split of the obligations (`--proof-rlimit`; None: none), counted in the
     # obligations' order (verify/proof/schedule.py). It, not the clock, decides what is

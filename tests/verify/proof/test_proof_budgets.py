@@ -150,11 +150,12 @@ def _hard_query(prover):
 
 
 def test_a_full_budget_unknown_is_asked_again_in_fresh_contexts_with_other_seeds(monkeypatch):
-    prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions(query_rlimit=1))
+    prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions(query_rlimit=1, short_query_rlimit=0))
     seeds = []
     fresh = Prover._fresh
 
-    def recording(self, assertions, seed):
+    def recording(self, assertions, seed, rlimit=None):
+        assert rlimit is None  # no short tries: each retry has the full budget
         seeds.append(seed)
         solver = fresh(self, assertions, seed)
         assert solver.ctx is not self.ctx
@@ -167,7 +168,7 @@ def test_a_full_budget_unknown_is_asked_again_in_fresh_contexts_with_other_seeds
     # A retry that decides ends the retries, and its answer is the query's.
     seeds.clear()
 
-    def proving(self, assertions, seed):
+    def proving(self, assertions, seed, rlimit=None):
         seeds.append(seed)
         solver = z3.Solver(ctx=z3.Context())
         solver.add(z3.BoolVal(False, solver.ctx))
@@ -176,6 +177,39 @@ def test_a_full_budget_unknown_is_asked_again_in_fresh_contexts_with_other_seeds
     monkeypatch.setattr(Prover, "_fresh", proving)
     assert prover.query(_hard_query(prover), "probe") == (PROVED, None)
     assert seeds == [1]
+
+
+def test_a_second_round_query_is_first_tried_short_with_other_seeds_then_with_the_full_budget(monkeypatch):
+    prover = Prover(parse_file(KERNELS / "pipeline_db.sync"), ProofOptions(query_rlimit=2, short_query_rlimit=1))
+    tries = []
+    fresh, solver_of = Prover._fresh, Prover._solver
+
+    def recording(self, assertions, seed, rlimit=None):
+        tries.append((seed, rlimit))
+        return fresh(self, assertions, seed, rlimit)
+
+    def in_own_context(self, ctx, seed, rlimit=None):
+        if ctx is self.ctx:
+            tries.append(("own context", seed))
+        return solver_of(self, ctx, seed, rlimit)
+
+    monkeypatch.setattr(Prover, "_fresh", recording)
+    monkeypatch.setattr(Prover, "_solver", in_own_context)
+    assert prover.query(_hard_query(prover), "probe")[0] == UNKNOWN
+    assert tries == [(1, 1), (2, 1), (3, 1), ("own context", 0), (1, None), (2, None), (3, None)]
+
+    # A short try that decides is the query's answer: no full-budget query follows.
+    tries.clear()
+
+    def proving(self, assertions, seed, rlimit=None):
+        tries.append((seed, rlimit))
+        solver = z3.Solver(ctx=z3.Context())
+        solver.add(z3.BoolVal(False, solver.ctx))
+        return solver
+
+    monkeypatch.setattr(Prover, "_fresh", proving)
+    assert prover.query(_hard_query(prover), "probe") == (PROVED, None)
+    assert tries == [(1, 1)]
 
 
 def test_a_first_round_query_is_not_retried(monkeypatch):
