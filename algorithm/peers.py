@@ -50,7 +50,7 @@ class SyncPoint:
 
 @attrs.frozen
 class BlockPlan:
-    path: tuple  # how to reach the block from the program body (see `block_at`)
+    path: tuple  # how to reach the block from the program body: (item index, 'body' | 'then' | 'else') steps
     loop: For | None  # the loop whose body this block is, if any
     points: tuple[SyncPoint, ...]
 
@@ -72,15 +72,6 @@ def strip_sync(program: Program) -> Program:
                     pass
         return tuple(out)
     return attrs.evolve(program, body=clean(program.body))
-
-
-def block_at(program: Program, path: tuple):
-    """Path steps: (item index, 'body' | 'then' | 'else')."""
-    body = program.body
-    for index, part in path:
-        stmt = body[index]
-        body = stmt.body if part == "body" else stmt.then if part == "then" else stmt.else_
-    return body
 
 
 # Z3 resource units per query: deterministic, so the plan (and the flags/tokens output)

@@ -70,10 +70,6 @@ def common_depth(x: Site, y: Site) -> int:
     return depth
 
 
-def common_loops(x: Site, y: Site) -> tuple[For, ...]:
-    return tuple(s.stmt for s in x.trail[: common_depth(x, y)] if isinstance(s.stmt, For))
-
-
 def static_order(x: Site, y: Site) -> str:
     """At equal iterations of their common loops: 'before' if x precedes y,
     'after' if it follows, 'exclusive' if they sit in different branches of one `if`,

@@ -327,17 +327,6 @@ def increments(program: Program) -> tuple[int, ...]:
     return tuple(by_name.get(e, 1) for e in program.engines)
 
 
-def dma_op(program: Program) -> Op | None:
-    """The first op triggering a DMA transfer (`via Q`), if any."""
-    return next((op for op in ops(program) if op.queue is not None), None)
-
-
-def uses_queues(program: Program) -> bool:
-    """The program declares DMA queues (with triggers or increments): what the
-    all-values proof and the Lean export do not model (every checker engine does)."""
-    return bool(program.queues)
-
-
 # ------------------------------------------------------------------- walkers
 
 

@@ -81,7 +81,6 @@ class Session:
         self._names = (_Names(self.var), _Names(self.iters))
         self.memo: dict = {}
         self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
-        self.queries = 0
         # Z3 resource units spent by the checks of capped stretches (`capped`), and the
         # total past which a stretch asks Z3 no more: deterministic, unlike a time limit.
         # Counted only inside a stretch (reading Z3's statistics costs time).
@@ -256,7 +255,6 @@ class Facts:
         z_claim = self.session.z(claim)
         result, _ = self.session.check_alone([*self.assertions, z3.Not(z_claim)], self.session.rlimit)
         hit = result == z3.unsat
-        self.session.queries += 1
         if len(memo) > 500_000:
             memo.clear()
         memo[key] = hit
