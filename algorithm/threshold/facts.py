@@ -8,7 +8,8 @@ import weakref
 
 import z3
 
-from semantics.errors import Unsupported  # noqa: F401  (re-exported: no closed form known; the caller falls back)
+from semantics.errors import SyncproofError, Unsupported  # noqa: F401  (Unsupported re-exported: no closed form known; the caller falls back)
+from semantics.evaluate import eval_cond
 from semantics.ir import (
     And, BinOp, Compare, Const, Count, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
@@ -80,6 +81,9 @@ class Session:
         self._terms: dict = {}
         self._names = (_Names(self.var), _Names(self.iters))
         self.memo: dict = {}
+        # Facts key -> Z3's latest models of queries under those facts, as points (latest
+        # first): a point where the facts hold and a later claim does not refutes it.
+        self.models: dict = {}
         self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
         # Z3 resource units spent by the checks of capped stretches (`capped`), and the
         # total past which a stretch asks Z3 no more: deterministic, unlike a time limit.
@@ -248,17 +252,55 @@ class Facts:
         if decided is not None:
             memo[key] = decided
             return decided
+        models = self.session.models.get(self._key)
+        if models and any(self._refutes(point, claim) for point in models):
+            memo[key] = False
+            return False
         if self.session.exhausted():
             return False  # (not remembered: outside the capped stretch Z3 is asked)
         # A solver of its own per query (on the plain SMT kernel): what Z3 answers does
         # not depend on which claims were asked before, or decided here without it.
         z_claim = self.session.z(claim)
-        result, _ = self.session.check_alone([*self.assertions, z3.Not(z_claim)], self.session.rlimit)
+        result, solver = self.session.check_alone([*self.assertions, z3.Not(z_claim)], self.session.rlimit)
         hit = result == z3.unsat
+        if result == z3.sat:
+            models = self.session.models.setdefault(self._key, [])
+            models.insert(0, _point(solver.model()))
+            del models[MODELS_KEPT:]
         if len(memo) > 500_000:
             memo.clear()
         memo[key] = hit
         return hit
+
+
+    def _refutes(self, point, claim) -> bool:
+        """At `point` (vars, iters) every fact holds and the claim does not, in the IR's
+        own meaning (Python's `//` and `%`, as semantics/symbolic.py encodes them): the
+        claim is false, as Z3 would find. A point where some term is undefined (a
+        division by zero, a name it does not bind) decides nothing."""
+        env, iters = point
+        try:
+            return not eval_cond(claim, env, iters) and all(eval_cond(c, env, iters) for c in self.conds)
+        except (SyncproofError, KeyError, ArithmeticError, TypeError):
+            return False
+
+
+MODELS_KEPT = 4  # Z3 models remembered per set of facts (Session.models)
+
+
+def _point(model) -> tuple:
+    """A Z3 model of the session's names as a point: (vars, iters) by name."""
+    env, iters = {}, {}
+    for decl in model.decls():
+        value = model[decl]
+        if not z3.is_int_value(value):
+            continue
+        name = decl.name()
+        if name.startswith("iters(") and name.endswith(")"):
+            iters[name[6:-1]] = value.as_long()
+        else:
+            env[name] = value.as_long()
+    return env, iters
 
 
 def param_bounds(params) -> list:
