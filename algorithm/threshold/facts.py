@@ -84,6 +84,7 @@ class Session:
         # Facts key -> Z3's latest models of queries under those facts, as points (latest
         # first): a point where the facts hold and a later claim does not refutes it.
         self.models: dict = {}
+        self.recent: list = []  # the latest models under any facts (RECENT_KEPT), latest first
         self.counts: dict = {}  # counting.full_count's memo (its keys hold Facts keys of this context)
         # Z3 resource units spent by the checks of capped stretches (`capped`), and the
         # total past which a stretch asks Z3 no more: deterministic, unlike a time limit.
@@ -256,6 +257,9 @@ class Facts:
         if models and any(self._refutes(point, claim) for point in models):
             memo[key] = False
             return False
+        if any(self._refutes(point, claim) for point in self.session.recent):
+            memo[key] = False
+            return False
         if self.session.exhausted():
             return False  # (not remembered: outside the capped stretch Z3 is asked)
         # A solver of its own per query (on the plain SMT kernel): what Z3 answers does
@@ -265,8 +269,11 @@ class Facts:
         hit = result == z3.unsat
         if result == z3.sat:
             models = self.session.models.setdefault(self._key, [])
-            models.insert(0, _point(solver.model()))
+            point = _point(solver.model())
+            models.insert(0, point)
             del models[MODELS_KEPT:]
+            self.session.recent.insert(0, point)
+            del self.session.recent[RECENT_KEPT:]
         if len(memo) > 500_000:
             memo.clear()
         memo[key] = hit
@@ -286,6 +293,7 @@ class Facts:
 
 
 MODELS_KEPT = 4  # Z3 models remembered per set of facts (Session.models)
+RECENT_KEPT = 8  # and under any facts: tried where every fact of the claim's facts holds
 
 
 def _point(model) -> tuple:

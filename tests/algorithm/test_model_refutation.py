@@ -1,6 +1,7 @@
 """Refutation by Z3's models: a claim Z3 found false under some facts leaves its model
-(a point where the facts hold and the claim does not); a later claim under the same
-facts that is false at that point is answered without Z3, with the answer Z3 gives."""
+(a point where the facts hold and the claim does not); a later claim, under the same
+facts or under others that hold at that point, that is false there is answered without
+Z3, with the answer Z3 gives."""
 
 from __future__ import annotations
 
@@ -48,13 +49,17 @@ def test_a_claim_false_at_an_earlier_model_is_refuted_without_z3(monkeypatch):
     assert len(asked) == 2
 
 
-def test_models_are_kept_per_set_of_facts(monkeypatch):
+def test_a_model_of_other_facts_refutes_only_where_these_facts_hold(monkeypatch):
     asked = _z3_only(monkeypatch)
     session = _session()
-    session.facts(CONDS).proves(Compare("<", I, Const(3)))
-    # Other facts (i below 3 only): the model of the first set says nothing here.
+    session.facts(CONDS).proves(Compare("<", I, Const(3)))  # its model has i >= 3
+    # Other facts (i below 3 only): the first model is no point of them; Z3 is asked.
     other = session.facts([*CONDS, Compare("<", I, Const(3))])
     assert other.proves(Compare("<", I, Const(2))) is False
+    assert len(asked) == 2
+    # Facts the first model satisfies (a weaker set): it refutes there too.
+    weaker = session.facts(CONDS[1:])
+    assert weaker.proves(Compare("<", I, Const(3))) is False
     assert len(asked) == 2
 
 
@@ -83,11 +88,17 @@ _claims = st.builds(lambda op, e, k: Compare(op, e, Const(k)), st.sampled_from([
                     _exprs, st.integers(-20, 60))
 
 
+_facts = st.lists(st.sampled_from([*CONDS, Compare(">=", I, Const(5)), Compare("<", I, Const(20)),
+                                    Compare("==", BinOp("%", I, Const(3)), Const(1)),
+                                    Compare("<=", BinOp("*", I, I), BinOp("*", Const(4), N))]),
+                  min_size=1, max_size=5, unique=True)
+
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_claims, min_size=2, max_size=8))
-def test_answers_with_remembered_models_equal_z3s_answers_alone(claims):
-    """Each claim under one Facts (models shared) and under a fresh session (Z3 alone,
-    no model remembered) gets the same answer."""
-    shared = _session().facts(CONDS)
-    for claim in claims:
-        assert shared.proves(claim) == _session().facts(CONDS).proves(claim)
+@given(st.lists(st.tuples(_facts, _claims), min_size=2, max_size=8))
+def test_answers_with_remembered_models_equal_z3s_answers_alone(asked):
+    """Each claim under its facts in one session (models remembered across claims and
+    facts) and in a fresh session (Z3 alone, no model) gets the same answer."""
+    shared = _session()
+    for conds, claim in asked:
+        assert shared.facts(conds).proves(claim) == _session().facts(conds).proves(claim)
