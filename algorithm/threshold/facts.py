@@ -249,10 +249,9 @@ class Facts:
         hit = memo.get(key)
         if hit is not None:
             return hit
-        decided = decide(self.conds, self._forms, claim)
-        if decided is not None:
-            memo[key] = decided
-            return decided
+        # Z3's models first: a claim one of them refutes is false, whatever bounds would
+        # find (both are exact), and trying them costs less than elimination. Only Z3's
+        # models are kept: a point the rules find is found again as cheaply.
         models = self.session.models.get(self._key)
         if models and any(self._refutes(point, claim) for point in models):
             memo[key] = False
@@ -260,6 +259,10 @@ class Facts:
         if any(self._refutes(point, claim) for point in self.session.recent):
             memo[key] = False
             return False
+        decided = decide(self.conds, self._forms, claim)
+        if decided is not None:
+            memo[key] = decided
+            return decided
         if self.session.exhausted():
             return False  # (not remembered: outside the capped stretch Z3 is asked)
         # A solver of its own per query (on the plain SMT kernel): what Z3 answers does
@@ -268,17 +271,19 @@ class Facts:
         result, solver = self.session.check_alone([*self.assertions, z3.Not(z_claim)], self.session.rlimit)
         hit = result == z3.unsat
         if result == z3.sat:
-            models = self.session.models.setdefault(self._key, [])
-            point = _point(solver.model())
-            models.insert(0, point)
-            del models[MODELS_KEPT:]
-            self.session.recent.insert(0, point)
-            del self.session.recent[RECENT_KEPT:]
+            self._remember(_point(solver.model()))
         if len(memo) > 500_000:
             memo.clear()
         memo[key] = hit
         return hit
 
+    def _remember(self, point) -> None:
+        """Keep a point where these facts hold and some claim does not (Session.models)."""
+        models = self.session.models.setdefault(self._key, [])
+        models.insert(0, point)
+        del models[MODELS_KEPT:]
+        self.session.recent.insert(0, point)
+        del self.session.recent[RECENT_KEPT:]
 
     def _refutes(self, point, claim) -> bool:
         """At `point` (vars, iters) every fact holds and the claim does not, in the IR's
