@@ -232,18 +232,20 @@ def _refuted(conds, facts: list, claim) -> bool:
         for sub in walk_expr(node):
             if isinstance(sub, Var) and sub.name not in names:
                 names.append(sub.name)
-    negation = Not(claim)
     ranges = _Ranges(names, facts)
-    for choose in CHOICES:
-        point = ranges.point(choose)
-        if point is None:
-            continue
-        try:
-            if eval_cond(negation, point) and all(eval_cond(c, point) for c in conds):
-                return True
-        except (SyncproofError, KeyError, ArithmeticError, TypeError):
-            continue  # a name without a value, a division by zero: this point decides nothing
-    return False
+    return any(point is not None and refutes_at(conds, claim, point) for point in map(ranges.point, CHOICES))
+
+
+def refutes_at(conds, claim, env: dict, iters: dict | None = None) -> bool:
+    """At the point (`env`, and `iters` for tracked counts) every condition holds and the
+    claim does not, in the IR's own meaning (Python's `//` and `%`, as
+    semantics/symbolic.py encodes them for Z3): a model of the query Z3 would be asked. A
+    point where some term is undefined (a name it does not bind, a division by zero)
+    decides nothing."""
+    try:
+        return not eval_cond(claim, env, iters) and all(eval_cond(c, env, iters) for c in conds)
+    except (SyncproofError, KeyError, ArithmeticError, TypeError):
+        return False
 
 
 # How a point picks each name's value from its range [lo, hi] (hi None: unbounded),

@@ -8,13 +8,12 @@ import weakref
 
 import z3
 
-from semantics.errors import SyncproofError, Unsupported  # noqa: F401  (Unsupported re-exported: no closed form known; the caller falls back)
-from semantics.evaluate import eval_cond
+from semantics.errors import Unsupported  # noqa: F401  (re-exported: no closed form known; the caller falls back)
 from semantics.ir import (
     And, BinOp, Compare, Const, Count, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
 from semantics.symbolic import to_z3
-from algorithm.threshold.bounds import decide, inequalities_of
+from algorithm.threshold.bounds import decide, inequalities_of, refutes_at
 from semantics.simplify import cond as simplify_cond, simplify
 
 # Z3's budget per query is a resource limit (PlannerOptions.facts_rlimit): deterministic,
@@ -286,15 +285,9 @@ class Facts:
         del self.session.recent[RECENT_KEPT:]
 
     def _refutes(self, point, claim) -> bool:
-        """At `point` (vars, iters) every fact holds and the claim does not, in the IR's
-        own meaning (Python's `//` and `%`, as semantics/symbolic.py encodes them): the
-        claim is false, as Z3 would find. A point where some term is undefined (a
-        division by zero, a name it does not bind) decides nothing."""
-        env, iters = point
-        try:
-            return not eval_cond(claim, env, iters) and all(eval_cond(c, env, iters) for c in self.conds)
-        except (SyncproofError, KeyError, ArithmeticError, TypeError):
-            return False
+        """At `point` (vars, iters) every fact holds and the claim does not
+        (bounds.refutes_at): the claim is false, as Z3 would find."""
+        return refutes_at(self.conds, claim, *point)
 
 
 MODELS_KEPT = 4  # Z3 models remembered per set of facts (Session.models)
