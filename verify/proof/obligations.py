@@ -153,6 +153,7 @@ class Prover(Chains, Cases, Budgeted):
         """(PROVED, None) when the facts are unsat, (FAILED, valuation) when sat,
         (UNKNOWN, reason) otherwise."""
         second = self.rlimit >= self.options.query_rlimit  # the second round (verify/proof/schedule.py)
+        assertions = [*self.nonneg, *facts]
         solver, answer = None, z3.unknown
         if second and 0 < self.options.short_query_rlimit < self.rlimit:
             # The first round left this query unknown in the prover's context with seed
@@ -160,33 +161,22 @@ class Prover(Chains, Cases, Budgeted):
             # attention's exact `ld_q`: 40M units unanswered with seeds 0, 1 and 5, about
             # 2M with 2, 3 or 4), so short tries in fresh contexts with other seeds come
             # before the full budget; each try is deterministic, the answer Z3's.
-            for seed in RETRY_SEEDS:
-                if self.deadline.passed():
-                    break
-                solver = self._fresh([*self.nonneg, *facts], seed, self.options.short_query_rlimit)
-                answer = solver.check()
-                if answer != z3.unknown:
-                    break
-                self.note_unknown(solver)
+            solver, answer = self._other_seeds(assertions, self.options.short_query_rlimit)
         if answer == z3.unknown:
             solver = self._solver(self.ctx, 0)
-            solver.add(*self.nonneg, *facts)
+            solver.add(*assertions)
             answer = solver.check()
             if answer == z3.unknown:
                 self.note_unknown(solver)
-        if second:
+        if second and answer == z3.unknown:
             # Again in a fresh context with other seeds: Z3's effort on one query is
             # heavy-tailed in the ids its terms got (every query asked before in the
             # context) and in its random seed: a query that runs out of its units with
             # one seed is often proved at once with another. Each try is deterministic;
             # the answer is Z3's either way.
-            for seed in RETRY_SEEDS:
-                if answer != z3.unknown or self.deadline.passed():
-                    break
-                solver = self._fresh([*self.nonneg, *facts], seed)
-                answer = solver.check()
-                if answer == z3.unknown:
-                    self.note_unknown(solver)
+            again, answer = self._other_seeds(assertions)
+            if again is not None:
+                solver = again
         if answer == z3.unsat:
             return PROVED, None
         if answer == z3.sat:
@@ -221,6 +211,21 @@ class Prover(Chains, Cases, Budgeted):
         solver.set(random_seed=self.options.seed + seed)
         solver.set("rlimit", rlimit)
         return solver
+
+    def _other_seeds(self, assertions: list, rlimit: int | None = None):
+        """(solver, answer) of the first try with RETRY_SEEDS, each in a fresh context
+        with `rlimit` (None: the query's), that Z3 decides; else of the last try (solver
+        None when the wall-clock cap left no try)."""
+        solver, answer = None, z3.unknown
+        for seed in RETRY_SEEDS:
+            if self.deadline.passed():
+                break
+            solver = self._fresh(assertions, seed, rlimit)
+            answer = solver.check()
+            if answer != z3.unknown:
+                break
+            self.note_unknown(solver)
+        return solver, answer
 
     def _fresh(self, assertions: list, seed: int, rlimit: int | None = None) -> z3.Solver:
         """A solver of a fresh context holding the assertions (translated)."""
