@@ -300,17 +300,25 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
     cover = sample_cover(program, y, target, parts, ctx.options, compiled)
     if cover is None:
         return False  # a concrete model of the query below: Z3 would answer sat
-    # Z3 terms only for a query that sampling did not refute.
-    disjuncts = [z3.And(z(condition), z(guaranteed) >= z(target)) for condition, guaranteed in parts]
+    # Z3 terms only for a query that sampling did not refute, and for the parts that
+    # cover the sampled points first: building the terms of every part cost many times
+    # the check when the chains are long.
+    built: dict = {}
+
+    def disjunct(k: int):
+        if k not in built:
+            condition, guaranteed = parts[k]
+            built[k] = z3.And(z(condition), z(guaranteed) >= z(target))
+        return built[k]
+
     session = ctx.session
     params = {p.name: session.var(p.name) for p in program.params}
     y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
     base = [*[params[p.name] >= p.lower for p in program.params], *domain(y, y_env, session.ctx)]
-    if cover and len(cover) < len(disjuncts):
-        # The parts that cover the sampled points first: a smaller query, and proving
-        # it proves the full one (fewer disjuncts claim more).
-        small = base + [z3.Not(z3.Or(z(target) <= 0, *[disjuncts[k] for k in cover]))]
+    if cover and len(cover) < len(parts):
+        # A smaller query; proving it proves the full one (fewer disjuncts claim more).
+        small = base + [z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in cover]))]
         if session.check_alone(small, ctx.options.cover_rlimit)[0] == z3.unsat:
             return True
-    query = base + [z3.Not(z3.Or(z(target) <= 0, *disjuncts))]
+    query = base + [z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in range(len(parts))]))]
     return session.check_alone(query, 20_000_000)[0] == z3.unsat
