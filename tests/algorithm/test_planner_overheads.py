@@ -4,6 +4,10 @@
   are built once per plan: the Z3 queries the pass asks, and the output, are the same
   as when every query builds its own steps. The differential test is shown to catch a
   memo keyed too coarsely.
+- A redundancy proof follows its chains hop by hop and stops at the first hop whose
+  parts cover the sampled points and prove the wait: every proof gets the same answer,
+  and the plan the same output, as when the whole chain is read first, with fewer
+  chain nodes read.
 - Strategies run with no automatic garbage collection, and kernels parse and print with
   fewer (semantics/collector.py); the collector's settings are the caller's again
   afterwards, on errors too.
@@ -116,6 +120,66 @@ def test_chain_steps_are_built_once_and_only_as_far_as_read():
     assert again[1][2] == {"i": Const(2)}  # the instance's values substituted in
     assert list(steps.following("op", Var("c"), values))[2] is again[2]
     assert built == ["site0", "site1", "site2"]  # each step built once
+
+
+def _whole_chain_first(*args):
+    """The reference: every hop's parts before the first sample (as one hop)."""
+    yield [part for hop in _chain_parts(*args) for part in hop]
+
+
+_chain_parts = irredundant_mod._chain_parts
+# Kernels of the general stage (the closed stage proves no redundancy with Z3).
+HOP_KERNELS = ["suite/swiglu_mlp.sync", "suite/rmsnorm.sync", "if_else_split.sync", "suite/moe_blocks.sync",
+               "suite/matmul_dynamic_k.sync", "suite/layernorm.sync"]
+
+
+def _first_hop_only(*args):
+    """Deliberately broken: a proof that stops reading after the first hop."""
+    yield next(_chain_parts(*args))
+
+
+_proves = irredundant_mod._proves
+
+
+def _hop_run(path, monkeypatch, chain_parts=None):
+    """(each redundancy proof's question and answer, the output, how many chain nodes'
+    requirements were computed) of one plan. (The Z3 queries of the whole plan may
+    differ: a requirement is a count, whose claims Z3's remembered models answer.)"""
+    read, answers = [], []
+    original = irredundant_mod._requirement
+    monkeypatch.setattr(irredundant_mod, "_requirement", lambda *a: read.append(a[2].op.name) or original(*a))
+    if chain_parts is not None:
+        monkeypatch.setattr(irredundant_mod, "_chain_parts", chain_parts)
+    def spy(ctx, requirement, useful, chains, y, entry, kept_engines, compiled):
+        answer = _proves(ctx, requirement, useful, chains, y, entry, kept_engines, compiled)
+        answers.append((y.op.name, entry.engine, tuple(sorted(kept_engines)), answer))
+        return answer
+
+    monkeypatch.setattr(irredundant_mod, "_proves", spy)
+    program = parse_file(str(KERNELS_DIR / path))
+    output = print_program(get_strategy("threshold")(program).program)
+    monkeypatch.undo()
+    return answers, output, len(read)
+
+
+@pytest.mark.parametrize("kernel", HOP_KERNELS)
+def test_a_redundancy_proof_hop_by_hop_gives_the_same_answers_and_output(kernel, monkeypatch):
+    lazy = _hop_run(kernel, monkeypatch)
+    whole = _hop_run(kernel, monkeypatch, chain_parts=_whole_chain_first)
+    assert lazy[0], "the kernel asks no redundancy proof"
+    assert lazy[:2] == whole[:2]
+    assert lazy[2] <= whole[2]
+
+
+def test_a_redundancy_proof_hop_by_hop_reads_fewer_chain_nodes(monkeypatch):
+    lazy = _hop_run("suite/moe_blocks.sync", monkeypatch)
+    whole = _hop_run("suite/moe_blocks.sync", monkeypatch, chain_parts=_whole_chain_first)
+    assert lazy[2] < whole[2]
+
+
+def test_teeth_a_proof_that_stops_after_the_first_hop_is_caught(monkeypatch):
+    assert any(_hop_run(kernel, monkeypatch, chain_parts=_first_hop_only)[:2]
+               != _hop_run(kernel, monkeypatch, chain_parts=_whole_chain_first)[:2] for kernel in HOP_KERNELS)
 
 
 def _thresholds_seen_by(module_name: str, function: str, monkeypatch) -> list:
