@@ -24,6 +24,7 @@ a proof, and a point here is a counterexample.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from math import floor, gcd
 
@@ -74,8 +75,11 @@ def _difference(a, b, k=0) -> dict | None:
     return _tight({m: v for m, v in out.items() if v != 0})
 
 
-def _ge(compare) -> list | None:
-    """A comparison as forms that are each >= 0 exactly when it holds; None for `!=`."""
+@functools.lru_cache(maxsize=1 << 16)
+def _ge(compare) -> tuple | None:
+    """A comparison as forms that are each >= 0 exactly when it holds; None for `!=`
+    (remembered: the same loop ranges and guards are facts of many points; the forms
+    are shared, and never changed)."""
     a, b = compare.left, compare.right
     match compare.op:
         case "<=":
@@ -90,7 +94,7 @@ def _ge(compare) -> list | None:
             parts = [_difference(a, b), _difference(b, a)]
         case _:
             return None
-    return None if any(p is None for p in parts) else parts
+    return None if any(p is None for p in parts) else tuple(parts)
 
 
 def inequalities_of(conds) -> list:
@@ -115,7 +119,7 @@ def _goals(claim) -> list | None:
             return None
         case Compare():
             parts = _ge(claim)
-            return None if parts is None else [parts]
+            return None if parts is None else [list(parts)]
         case Not(operand=Compare(op=op, left=a, right=b)) if op != "==":
             return _goals(Compare(_NEGATED[op], a, b))
         case And(left=a, right=b):
