@@ -20,8 +20,10 @@ The slice is planned by the whole-program planner (plan_thresholds, then
 irredundant), so its waits are the planner's: exact, and minimal within the slice.
 It may keep a wait that the whole program shows redundant through an op of an
 excluded statement (sound, one wait more); such a wait is reported in the stats as
-any other. Used only when some slice shape occurs twice (sync_threshold): otherwise
-every slice is planned once anyway and the whole program is planned as before.
+any other. Used only when at least half the slices share a shape planned before:
+otherwise planning the slices (each with its included statements again, and the
+stand-in loops) costs more than planning the whole program once, and the whole
+program is planned as before.
 
 Falls back to the whole-program planner (returns None) when a gap has no closed form,
 a slice's wait is conservative or uncountable, or a threshold mentions a stand-in loop.
@@ -68,7 +70,7 @@ class Composed:
 
 def plan_by_statement(program: Program, conflicts, options=None) -> Composed | None:
     """The composed plan, or None when the whole program should be planned instead
-    (no slice shape repeats, or a slice falls back; module docstring)."""
+    (too few slices share a shape, or a slice falls back; module docstring)."""
     if len(program.body) < 2 or program.queues:
         return None  # (sync_threshold plans a program with DMA queues in its transfer view)
     all_sites = sites(program)
@@ -92,8 +94,11 @@ def plan_by_statement(program: Program, conflicts, options=None) -> Composed | N
         if ops:
             piece = _slice(program, index, tuple(sorted(needed.get(index, ()))), holders)
             slices.append((piece, shapes.key(piece)))
-    if len({key for _, key in slices}) == len(slices):
-        return None  # every shape once: nothing to share
+    if 2 * len({key for _, key in slices}) > len(slices):
+        # Fewer than half the slices share a shape planned before: planning each shape's
+        # slice (its included statements again, and the stand-in loops) costs more than
+        # planning the whole program once.
+        return None
     gaps = _Gaps(program, holders, shapes, (options or PlannerOptions()).facts_rlimit)
     entries, dropped, planned = [], 0, {}
     for piece, key in slices:

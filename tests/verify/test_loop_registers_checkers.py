@@ -276,7 +276,7 @@ def _registers_for_loop_variables(program):
     return attrs.evolve(program, body=body(program.body, {}))
 
 
-@pytest.mark.parametrize("kernel", ["tiled_add_db", "conv_tiles_prefetch"])
+@pytest.mark.parametrize("kernel", ["tiled_add_prefetch", "conv_tiles_prefetch"])
 def test_emit_mlir_writes_register_reads_as_their_values(kernel):
     imported = load_imported(str(ROOT / "kernels" / "snax" / f"{kernel}.mlir"))
     synced = inline_registers(get_strategy("threshold")(imported.program).program)
