@@ -31,7 +31,7 @@ from semantics.symbolic import conflicting_pairs, domain
 from algorithm.threshold.counting import Unsupported, count_upto, subst
 from semantics.simplify import simplify
 from algorithm.threshold.plan import Plan, PlanEntry, Context, candidates_of, keep_z3_small, prove_candidates
-from algorithm.threshold.points import sample_cover
+from algorithm.threshold.points import Parts, sample_cover
 
 
 _NO_PAIR = (Access("", ()), Access("", ()))
@@ -271,23 +271,22 @@ def _implied(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, others
 
 
 def _chain_parts(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_engines: set):
-    """The parts (condition, guaranteed) of the chains from y, hop by hop: one list per
-    hop, built only as far as the caller reads."""
+    """The parts (condition, guaranteed) of the chains from y, in order (hop by hop),
+    each computed when the caller reads it."""
     frontier = [(s.site, s.condition, s.values) for s in chains.sources(y.op.name, kept_engines)
                 if useful(s.site.op.name, entry.engine)]
     nodes = 0
     max_hops, max_nodes = ctx.options.max_hops, ctx.options.max_chain_nodes
     for hop in range(max_hops):
-        parts, reached = [], []
+        reached = []
         for z_site, condition, values in frontier:
             nodes += 1
             if nodes > max_nodes:
                 break
+            reached.append(nodes)
             guaranteed = requirement(z_site, entry.engine, values)
             if guaranteed is not None:
-                parts.append((condition, guaranteed))
-            reached.append(nodes)
-        yield parts
+                yield condition, guaranteed
         if hop + 1 == max_hops:
             return
         following = []
@@ -304,54 +303,39 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
     """Whether Z3 proves y's wait on entry.engine implied by the chains from y.
 
     Sampling (points.sample_cover) refutes the query or picks a small cover of its parts
-    for a smaller first query. The chains are followed hop by hop, and the parts so far
-    are sampled after each hop: sample_cover takes the first covering part at each point,
-    so a cover of the first parts is the cover of all of them, and its query is the one
-    the full chain would ask first. Only a wait that query leaves unproven reads on."""
+    for a smaller first query. It takes the first part that covers each point not yet
+    covered, so the chains are followed only as far as a point needs: the cover is the
+    one all the parts would give, and its query the one all of them would ask first.
+    Only a wait that query leaves unproven reads the rest of the chain."""
     program = ctx.program
     z = ctx.session.z
     target = entry.closed
-    parts: list = []
-    hops = _chain_parts(ctx, requirement, useful, chains, y, entry, kept_engines)
-    cover, small_asked = None, False
+    parts = Parts(_chain_parts(ctx, requirement, useful, chains, y, entry, kept_engines))
+    cover = sample_cover(program, y, target, parts, ctx.options, compiled)
+    if cover is None:
+        return False  # a concrete model of the query below: Z3 would answer sat
     built: dict = {}
 
     def disjunct(k: int):
         # Z3 terms only for a query that sampling did not refute, and only for the parts
         # a query holds: building the terms of every part cost many times the check.
         if k not in built:
-            condition, guaranteed = parts[k]
+            condition, guaranteed = parts.get(k)
             built[k] = z3.And(z(condition), z(guaranteed) >= z(target))
         return built[k]
 
     session = ctx.session
-    base: list = []  # [the assertions every query holds], once built
-
-    def query(ks):
-        if not base:
-            params = {p.name: session.var(p.name) for p in program.params}
-            y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
-            base.append([*[params[p.name] >= p.lower for p in program.params], *domain(y, y_env, session.ctx)])
-        return [*base[0], z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in ks]))]
-
-    for hop_parts in hops:
-        if not hop_parts:
-            continue  # (the same parts as sampled after the previous hop)
-        parts += hop_parts
-        cover = sample_cover(program, y, target, parts, ctx.options, compiled)
-        if cover is None:
-            continue  # not covered by these parts: the next hop may cover it
-        if cover:
-            # A smaller query; proving it proves the full one (fewer disjuncts claim more).
-            if session.check_alone(query(cover), ctx.options.cover_rlimit)[0] == z3.unsat:
-                return True
-            small_asked = True
-        break
-    for hop_parts in hops:  # the rest of the chain, for the full query
-        parts += hop_parts
-    if not parts or cover is None:
-        return False  # (a point no part covers is a concrete model: Z3 would answer sat)
-    if cover and len(cover) < len(parts) and not small_asked:
-        if session.check_alone(query(cover), ctx.options.cover_rlimit)[0] == z3.unsat:
+    params = {p.name: session.var(p.name) for p in program.params}
+    y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
+    base = [*[params[p.name] >= p.lower for p in program.params], *domain(y, y_env, session.ctx)]
+    if cover and parts.get(len(cover)) is not None:
+        # A smaller query (fewer parts than the chain has); proving it proves the full
+        # one (fewer disjuncts claim more).
+        small = base + [z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in cover]))]
+        if session.check_alone(small, ctx.options.cover_rlimit)[0] == z3.unsat:
             return True
-    return session.check_alone(query(range(len(parts))), 20_000_000)[0] == z3.unsat
+    every = parts.all()
+    if not every:
+        return False
+    query = base + [z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in range(len(every))]))]
+    return session.check_alone(query, 20_000_000)[0] == z3.unsat

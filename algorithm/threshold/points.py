@@ -84,12 +84,36 @@ def instances(y: Site, env: dict[str, int], budget: list[int]):
         del go  # a recursive closure is a reference cycle
 
 
+class Parts:
+    """A sequence of parts read from an iterator as far as asked (sample_cover asks for
+    part k only when the parts before it leave a point uncovered)."""
+
+    def __init__(self, source):
+        self.source, self.read = iter(source), []
+
+    def get(self, k: int):
+        """Part k, or None when there are no more than k parts."""
+        while len(self.read) <= k and self.source is not None:
+            part = next(self.source, None)
+            if part is None:
+                self.source = None
+            else:
+                self.read.append(part)
+        return self.read[k] if k < len(self.read) else None
+
+    def all(self) -> list:
+        while self.source is not None:
+            self.get(len(self.read))
+        return self.read
+
+
 def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_node: dict | None = None) -> list[int] | None:
     """None if some point has `target > 0` and no (condition, guaranteed) in `parts`
     with condition and guaranteed >= target (a model: the query is satisfiable);
     otherwise the indices of the parts that cover every point visited (each point
     takes the first covering part not already chosen only when no chosen part covers
-    it: a small cover, for a smaller first query)."""
+    it: a small cover, for a smaller first query). `parts.get(k)` gives part k, or None
+    past the last: a part is read only when the parts before it leave a point uncovered."""
     # Compiled on first use and kept by node (the caller's dict may outlive this call:
     # the redundancy proof asks about the same parts again with fewer waits kept).
     cache = compiled_by_node if compiled_by_node is not None else {}
@@ -100,12 +124,21 @@ def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_
             hit = cache[node] = compile_expr(node, cond)
         return hit
 
+    parts = parts if isinstance(parts, Parts) else Parts(parts)
     target_f = fn(target)
     chosen: list[int] = []
 
     def covers(k, env, iters, t) -> bool:
-        c, g = parts[k]
+        c, g = parts.get(k)
         return fn(c, True)(env, iters) and fn(g)(env, iters) >= t
+
+    def first_cover(env, iters, t):
+        k = 0
+        while parts.get(k) is not None:
+            if covers(k, env, iters, t):
+                return k
+            k += 1
+        return None
 
     # Two sets of valuations, each with `cover_points` instances of y to visit.
     for sampled in (valuations(program, options), spread_valuations(program, options)):
@@ -117,7 +150,7 @@ def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_
                         t = target_f(env, iters)
                         if t <= 0 or any(covers(k, env, iters, t) for k in chosen):
                             continue
-                        first = next((k for k in range(len(parts)) if covers(k, env, iters, t)), None)
+                        first = first_cover(env, iters, t)
                     except (SyncproofError, KeyError, ArithmeticError):
                         continue  # this point does not evaluate: it decides nothing
                     if first is None:

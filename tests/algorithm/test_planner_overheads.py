@@ -4,10 +4,9 @@
   are built once per plan: the Z3 queries the pass asks, and the output, are the same
   as when every query builds its own steps. The differential test is shown to catch a
   memo keyed too coarsely.
-- A redundancy proof follows its chains hop by hop and stops at the first hop whose
-  parts cover the sampled points and prove the wait: every proof gets the same answer,
-  and the plan the same output, as when the whole chain is read first, with fewer
-  chain nodes read.
+- A redundancy proof reads its chains only as far as the sampled points need (the first
+  part covering each point): every proof gets the same answer, and the plan the same
+  output, as when the whole chain is computed first, with fewer chain nodes counted.
 - Strategies run with no automatic garbage collection, and kernels parse and print with
   fewer (semantics/collector.py); the collector's settings are the caller's again
   afterwards, on errors too.
@@ -16,6 +15,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import importlib
 
 import pytest
@@ -123,8 +123,8 @@ def test_chain_steps_are_built_once_and_only_as_far_as_read():
 
 
 def _whole_chain_first(*args):
-    """The reference: every hop's parts before the first sample (as one hop)."""
-    yield [part for hop in _chain_parts(*args) for part in hop]
+    """The reference: every part of the chain computed before the first is read."""
+    yield from list(_chain_parts(*args))
 
 
 _chain_parts = irredundant_mod._chain_parts
@@ -133,9 +133,9 @@ HOP_KERNELS = ["suite/swiglu_mlp.sync", "suite/rmsnorm.sync", "if_else_split.syn
                "suite/matmul_dynamic_k.sync", "suite/layernorm.sync"]
 
 
-def _first_hop_only(*args):
-    """Deliberately broken: a proof that stops reading after the first hop."""
-    yield next(_chain_parts(*args))
+def _first_parts_only(*args):
+    """Deliberately broken: a proof that reads no more than the chain's first parts."""
+    yield from itertools.islice(_chain_parts(*args), 3)
 
 
 _proves = irredundant_mod._proves
@@ -163,7 +163,7 @@ def _hop_run(path, monkeypatch, chain_parts=None):
 
 
 @pytest.mark.parametrize("kernel", HOP_KERNELS)
-def test_a_redundancy_proof_hop_by_hop_gives_the_same_answers_and_output(kernel, monkeypatch):
+def test_a_redundancy_proof_read_lazily_gives_the_same_answers_and_output(kernel, monkeypatch):
     lazy = _hop_run(kernel, monkeypatch)
     whole = _hop_run(kernel, monkeypatch, chain_parts=_whole_chain_first)
     assert lazy[0], "the kernel asks no redundancy proof"
@@ -171,14 +171,14 @@ def test_a_redundancy_proof_hop_by_hop_gives_the_same_answers_and_output(kernel,
     assert lazy[2] <= whole[2]
 
 
-def test_a_redundancy_proof_hop_by_hop_reads_fewer_chain_nodes(monkeypatch):
+def test_a_redundancy_proof_read_lazily_counts_fewer_chain_nodes(monkeypatch):
     lazy = _hop_run("suite/moe_blocks.sync", monkeypatch)
     whole = _hop_run("suite/moe_blocks.sync", monkeypatch, chain_parts=_whole_chain_first)
     assert lazy[2] < whole[2]
 
 
-def test_teeth_a_proof_that_stops_after_the_first_hop_is_caught(monkeypatch):
-    assert any(_hop_run(kernel, monkeypatch, chain_parts=_first_hop_only)[:2]
+def test_teeth_a_proof_that_stops_reading_early_is_caught(monkeypatch):
+    assert any(_hop_run(kernel, monkeypatch, chain_parts=_first_parts_only)[:2]
                != _hop_run(kernel, monkeypatch, chain_parts=_whole_chain_first)[:2] for kernel in HOP_KERNELS)
 
 
