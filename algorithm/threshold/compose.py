@@ -16,11 +16,12 @@ afterwards. Slices equal up to the names of loops, ops and buffers (a model's la
 compiled to the same loop nest) are planned once: the memo is keyed by the slice's
 text with those names numbered in order of appearance.
 
-The slice is planned by the whole-program planner (plan_thresholds, then
-irredundant), so its waits are the planner's: exact, and minimal within the slice.
-It may keep a wait that the whole program shows redundant through an op of an
-excluded statement (sound, one wait more); such a wait is reported in the stats as
-any other. Used only when at least half the slices share a shape planned before:
+The slice's own statement is planned by the whole-program planner (plan_thresholds,
+then irredundant), so its waits are the planner's: exact. Only its own ops are planned:
+the included statements are there for what they tell about it. So it may keep a wait
+that the whole program shows redundant through an op of an excluded statement, or
+through the waits of an included one (sound, one wait more); such a wait is reported in
+the stats as any other. Used only when at least half the slices share a shape planned before:
 otherwise planning the slices (each with its included statements again, and the
 stand-in loops) costs more than planning the whole program once, and the whole
 program is planned as before.
@@ -132,10 +133,10 @@ def plan_slice(sliced: Program, conflicts, options=None):
     from algorithm.threshold.irredundant import irredundant
     from algorithm.threshold.plan import plan_thresholds
 
-    plan = plan_thresholds(sliced, conflicts, options)
+    own = frozenset(op.name for op in _ops_of(sliced.body[-1]))
+    plan = plan_thresholds(sliced, conflicts, options, only=own)
     if any(e.threshold is None or not e.exact for e in plan.entries):
         return None
-    own = frozenset(op.name for op in _ops_of(sliced.body[-1]))
     kept, _ = irredundant(sliced, plan, conflicts, only=own, options=options)
     mine = [(e.op, e.engine, e.threshold) for e in kept if e.op in own]
     return mine, sum(1 for e in plan.entries if e.op in own) - len(mine)

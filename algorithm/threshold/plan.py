@@ -93,10 +93,11 @@ def keep_z3_small(n: int, ctx: "Context") -> None:
         ctx.before.clear()
 
 
-def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None) -> Plan:
+def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None, only=None) -> Plan:
     """The threshold of every (op, producer engine) pair with a possible dependence.
     `conflicts(x_op, y_op)` gives the conflicting access pairs (semantics.symbolic's
     `conflicting_pairs`; tests pass a weaker one to build deliberately broken strategies).
+    `only`: the names of the ops whose waits are wanted (None: every op's).
     The plan has its own solver session (a Z3 context of its own), so that it does not
     depend on what ran before in the process (Z3's effort on a query depends on the
     ids of earlier terms)."""
@@ -106,6 +107,8 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None)
     plan = Plan(session=ctx.session)
     for n, y in enumerate(ctx.sites.values()):
         checkpoint[0](f"threshold stage 'general', op {y.op.name} ({n + 1}/{len(ctx.sites)})")
+        if only is not None and y.op.name not in only:
+            continue
         keep_z3_small(n, ctx)
         facts = site_facts(ctx, y)
         for engine in program.engines:

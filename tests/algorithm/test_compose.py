@@ -13,6 +13,7 @@ explicit engine (never against the planner itself):
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import os
 import subprocess
@@ -28,6 +29,7 @@ from semantics.ir import (
 )
 from semantics.parser import parse
 from semantics.printer import print_program
+from semantics.symbolic import conflicting_pairs
 from tests.support import oracle
 from verify.engines.explicit import check
 from verify.search.generators import param_bounds, programs
@@ -106,6 +108,28 @@ def test_the_chain_is_planned_by_statement_and_every_wait_is_exact():
     assert result.stats.slices == 12 and result.stats.slice_shapes == 6, result.stats
     problems = composed_problems(program)
     assert not problems, "\n".join(problems) + "\n" + print_program(result.program)
+
+
+def test_a_slice_plans_the_waits_of_its_own_statement_only(monkeypatch):
+    """A slice repeats the statements it includes only for what they tell about its own
+    statement: the planner asks candidates for the consumers of that statement alone."""
+    plan_mod = importlib.import_module("algorithm.threshold.plan")
+    asked, original = set(), plan_mod.candidates_of
+
+    def spy(program, x, y, pair, max_options):
+        asked.add((program.name, y.op.name))
+        return original(program, x, y, pair, max_options)
+
+    monkeypatch.setattr(plan_mod, "candidates_of", spy)
+    program = parse(CHAIN)
+    pieces = [compose.Slice(index, included, ((),) * (len(included) + 1)) for index, included in ((1, (0,)), (3, (2,)))]
+    shapes = compose._Shapes(program)
+    for piece in pieces:
+        sliced = shapes.program(piece)
+        own = {op.name for op in ops(sliced.body[-1])}
+        asked.clear()
+        assert compose.plan_slice(sliced, conflicting_pairs) is not None
+        assert asked and {name for _, name in asked} <= own, (asked, own)
 
 
 def test_composed_output_matches_the_whole_program_plan_on_the_chain():
