@@ -21,9 +21,9 @@ then irredundant), so its waits are the planner's: exact. Only its own ops are p
 the included statements are there for what they tell about it. So it may keep a wait
 that the whole program shows redundant through an op of an excluded statement, or
 through the waits of an included one (sound, one wait more); such a wait is reported in
-the stats as any other. Used only when at least half the slices share a shape planned before:
-otherwise planning the slices (each with its included statements again, and the
-stand-in loops) costs more than planning the whole program once, and the whole
+the stats as any other. Used only when at least half the slices share a shape planned
+before: otherwise planning the slices (each with its included statements again, and
+the stand-in loops) costs more than planning the whole program once, and the whole
 program is planned as before.
 
 Falls back to the whole-program planner (returns None) when a gap has no closed form,

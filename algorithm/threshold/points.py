@@ -112,8 +112,8 @@ def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_
     with condition and guaranteed >= target (a model: the query is satisfiable);
     otherwise the indices of the parts that cover every point visited (each point
     takes the first covering part not already chosen only when no chosen part covers
-    it: a small cover, for a smaller first query). `parts.get(k)` gives part k, or None
-    past the last: a part is read only when the parts before it leave a point uncovered."""
+    it: a small cover, for a smaller first query). `parts`: a list, or Parts, read only
+    as far as the points need."""
     # Compiled on first use and kept by node (the caller's dict may outlive this call:
     # the redundancy proof asks about the same parts again with fewer waits kept).
     cache = compiled_by_node if compiled_by_node is not None else {}
