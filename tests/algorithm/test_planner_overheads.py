@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import gc
-import itertools
 import importlib
+import itertools
 
 import pytest
 import z3
@@ -129,7 +129,7 @@ def _whole_chain_first(*args):
 
 _chain_parts = irredundant_mod._chain_parts
 # Kernels of the general stage (the closed stage proves no redundancy with Z3).
-HOP_KERNELS = ["suite/swiglu_mlp.sync", "suite/rmsnorm.sync", "if_else_split.sync", "suite/moe_blocks.sync",
+PROOF_KERNELS = ["suite/swiglu_mlp.sync", "suite/rmsnorm.sync", "if_else_split.sync", "suite/moe_blocks.sync",
                "suite/matmul_dynamic_k.sync", "suite/layernorm.sync"]
 
 
@@ -141,7 +141,7 @@ def _first_parts_only(*args):
 _proves = irredundant_mod._proves
 
 
-def _hop_run(path, monkeypatch, chain_parts=None):
+def _proof_run(path, monkeypatch, chain_parts=None):
     """(each redundancy proof's question and answer, the output, how many chain nodes'
     requirements were computed) of one plan. (The Z3 queries of the whole plan may
     differ: a requirement is a count, whose claims Z3's remembered models answer.)"""
@@ -150,6 +150,7 @@ def _hop_run(path, monkeypatch, chain_parts=None):
     monkeypatch.setattr(irredundant_mod, "_requirement", lambda *a: read.append(a[2].op.name) or original(*a))
     if chain_parts is not None:
         monkeypatch.setattr(irredundant_mod, "_chain_parts", chain_parts)
+
     def spy(ctx, requirement, useful, chains, y, entry, kept_engines, compiled):
         answer = _proves(ctx, requirement, useful, chains, y, entry, kept_engines, compiled)
         answers.append((y.op.name, entry.engine, tuple(sorted(kept_engines)), answer))
@@ -162,24 +163,24 @@ def _hop_run(path, monkeypatch, chain_parts=None):
     return answers, output, len(read)
 
 
-@pytest.mark.parametrize("kernel", HOP_KERNELS)
+@pytest.mark.parametrize("kernel", PROOF_KERNELS)
 def test_a_redundancy_proof_read_lazily_gives_the_same_answers_and_output(kernel, monkeypatch):
-    lazy = _hop_run(kernel, monkeypatch)
-    whole = _hop_run(kernel, monkeypatch, chain_parts=_whole_chain_first)
+    lazy = _proof_run(kernel, monkeypatch)
+    whole = _proof_run(kernel, monkeypatch, chain_parts=_whole_chain_first)
     assert lazy[0], "the kernel asks no redundancy proof"
     assert lazy[:2] == whole[:2]
     assert lazy[2] <= whole[2]
 
 
 def test_a_redundancy_proof_read_lazily_counts_fewer_chain_nodes(monkeypatch):
-    lazy = _hop_run("suite/moe_blocks.sync", monkeypatch)
-    whole = _hop_run("suite/moe_blocks.sync", monkeypatch, chain_parts=_whole_chain_first)
+    lazy = _proof_run("suite/moe_blocks.sync", monkeypatch)
+    whole = _proof_run("suite/moe_blocks.sync", monkeypatch, chain_parts=_whole_chain_first)
     assert lazy[2] < whole[2]
 
 
 def test_teeth_a_proof_that_stops_reading_early_is_caught(monkeypatch):
-    assert any(_hop_run(kernel, monkeypatch, chain_parts=_first_parts_only)[:2]
-               != _hop_run(kernel, monkeypatch, chain_parts=_whole_chain_first)[:2] for kernel in HOP_KERNELS)
+    assert any(_proof_run(kernel, monkeypatch, chain_parts=_first_parts_only)[:2]
+               != _proof_run(kernel, monkeypatch, chain_parts=_whole_chain_first)[:2] for kernel in PROOF_KERNELS)
 
 
 def _thresholds_seen_by(module_name: str, function: str, monkeypatch) -> list:
