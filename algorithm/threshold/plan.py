@@ -106,9 +106,9 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None,
     ctx = Context(program, conflicts, options=options)
     plan = Plan(session=ctx.session)
     for n, y in enumerate(ctx.sites.values()):
-        checkpoint[0](f"threshold stage 'general', op {y.op.name} ({n + 1}/{len(ctx.sites)})")
         if only is not None and y.op.name not in only:
-            continue
+            continue  # (before the progress line: an op not planned is not reported)
+        checkpoint[0](f"threshold stage 'general', op {y.op.name} ({n + 1}/{len(ctx.sites)})")
         keep_z3_small(n, ctx)
         facts = site_facts(ctx, y)
         for engine in program.engines:
