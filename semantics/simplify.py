@@ -102,6 +102,14 @@ def _linear(node) -> Lin:
                     if op == "%":
                         return inner
                     return _add(inner, {k: c // cb for k, c in whole.items()})
+            if cb is None:
+                shifted = _shifted(la, lb)
+                if shifted is not None:
+                    # (a + k*m) % m == a % m  and  (a + k*m) // m == a // m + k, for every
+                    # m != 0 (floor division); m == 0 stays an error, the divisor is kept.
+                    rest, k = shifted
+                    inner = _linear(BinOp(op, expr(rest), expr(lb)))
+                    return inner if op == "%" else _add(inner, {None: k})
             if op == "%" and list(la.values()) == [1]:
                 mono = next(iter(la))
                 if mono is not None and len(mono) == 1 and isinstance(mono[0], BinOp) \
@@ -130,6 +138,23 @@ def _linear(node) -> Lin:
                 return la
             return {(IfExpr(c, expr(la), expr(lb)),): 1}
     raise TypeError(f"not an integer expression: {node!r}")
+
+
+def _shifted(la: Lin, lb: Lin) -> tuple[Lin, int] | None:
+    """(a - k*m, k) for an integer k != 0 that leaves a with fewer terms, when the
+    divisor m is not constant (`(i - D - 1) % (D + 1)` is `i % (D + 1)`); else None."""
+    size = sum(1 for mono, c in la.items() if mono is not None and c)
+    for mono, coef in lb.items():
+        if mono is None or not coef or mono not in la:
+            continue
+        k = Fraction(la[mono]) / Fraction(coef)
+        if k.denominator != 1:
+            continue
+        rest = _add(la, lb, -int(k))
+        if all(isinstance(c, int) or Fraction(c).denominator == 1 for c in rest.values()) \
+                and sum(1 for m, c in rest.items() if m is not None and c) < size:
+            return {m: c for m, c in rest.items() if c}, int(k)
+    return None
 
 
 def _always_divisible(lin: Lin, d: int) -> bool:
