@@ -13,7 +13,7 @@ from semantics.ir import (
     And, BinOp, Compare, Const, Count, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
 from semantics.symbolic import to_z3
-from algorithm.threshold.bounds import decide, inequalities_of, refutes_at
+from algorithm.threshold.bounds import by_residues, decide, inequalities_of, refutes_at
 from semantics.simplify import cond as simplify_cond, simplify
 
 # Z3's budget per query is a resource limit (PlannerOptions.facts_rlimit): deterministic,
@@ -268,7 +268,7 @@ class Facts:
         # not depend on which claims were asked before, or decided here without it.
         z_claim = self.session.z(claim)
         result, solver = self.session.check_alone([*self.assertions, z3.Not(z_claim)], self.session.rlimit)
-        hit = result == z3.unsat
+        hit = result == z3.unsat or (result == z3.unknown and by_residues(self.conds, claim))
         if result == z3.sat:
             self._remember(_point(solver.model()))
         if len(memo) > 500_000:

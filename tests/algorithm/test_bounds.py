@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given, settings, strategies as st
+import pytest
+from hypothesis import Phase, given, settings, strategies as st
 
 from algorithm.threshold import bounds
 from algorithm.threshold.bounds import decide, inequalities_of
@@ -110,3 +111,93 @@ def test_a_prover_that_rounds_the_wrong_way_is_caught(monkeypatch):
         assert not _agrees(conds, claim)
     finally:
         bounds._ge.cache_clear()
+
+
+# ---------------------------------------------------------------- residue classes
+
+PAIR = ("a", "b")
+
+
+@st.composite
+def periodic_terms(draw):
+    """Linear forms over a and b, their `//` and `%` by 2 or 4, and products of two
+    such (the squares of floor divisions that counts have)."""
+    def linear_form():
+        out = Const(draw(st.integers(-3, 3)))
+        for n in PAIR:
+            k = draw(st.integers(-2, 2))
+            if k:
+                out = BinOp("+", out, BinOp("*", Const(k), Var(n)))
+        return out
+
+    def atom():
+        kind = draw(st.sampled_from(["lin", "mod", "div"]))
+        form = linear_form()
+        return form if kind == "lin" else BinOp("%" if kind == "mod" else "//", form, Const(draw(st.sampled_from([2, 4]))))
+
+    term = atom()
+    if draw(st.booleans()):
+        term = BinOp("*", term, atom())
+    return term
+
+
+@st.composite
+def periodic_claims(draw):
+    """Comparisons of two such terms, or of one with a small constant (`a % 4 <= 2`
+    fails in one residue class only)."""
+    right = draw(st.one_of(periodic_terms(), st.integers(0, 3).map(Const)))
+    return Compare(draw(st.sampled_from(["<", "<=", ">=", "=="])), draw(periodic_terms()), right)
+
+
+def _residue_box():
+    return [part for n in PAIR for part in (Compare(">=", Var(n), Const(0)), Compare("<", Var(n), Const(9)))]
+
+
+def _holds_everywhere(conds, claim) -> bool:
+    points = (dict(zip(PAIR, values)) for values in itertools.product(range(0, 9), repeat=len(PAIR)))
+    return all(eval_cond(claim, env) for env in points if all(eval_cond(c, env) for c in conds))
+
+
+def residue_proofs_hold(extra, claim):
+    conds = tuple(_residue_box() + extra)
+    if bounds.by_residues(conds, claim):
+        assert _holds_everywhere(conds, claim)
+
+
+RESIDUE_EXAMPLES = 300  # cheap (about 5 ms each); a skipped class shows within them
+
+
+@settings(max_examples=RESIDUE_EXAMPLES, deadline=None)
+@given(st.lists(periodic_claims(), max_size=2), periodic_claims())
+def test_a_claim_proved_by_residue_classes_holds_at_every_point(extra, claim):
+    residue_proofs_hold(extra, claim)
+
+
+def test_residue_classes_prove_a_comparison_of_counts_with_squares_of_halves():
+    # N even and >= 2: ((N - 1) // 2)^2 + 3N - 3((N - 1) // 2) - 6 <= (N // 2)^2 + 2N - 3(N // 2)
+    # (k^2 + k - 2 <= k^2 + k for N = 2k); the odd class is excluded by the facts.
+    n = Var("N")
+    half, half_before = BinOp("//", n, Const(2)), BinOp("//", BinOp("-", n, Const(1)), Const(2))
+
+    def count(h, linear, constant):
+        return BinOp("+", BinOp("-", BinOp("+", BinOp("*", h, h), BinOp("*", Const(linear), n)),
+                                BinOp("*", Const(3), h)), Const(constant))
+
+    conds = (Compare(">=", n, Const(0)), Compare(">=", n, Const(1)),
+             Not(Compare("==", BinOp("%", BinOp("-", n, Const(1)), Const(2)), Const(0))))
+    assert bounds.by_residues(conds, Compare("<=", count(half_before, 3, -6), count(half, 2, 0)))
+    assert not bounds.by_residues(conds, Compare("<=", count(half_before, 3, -1), count(half, 2, 0)))
+
+
+def test_teeth_a_residue_proof_that_skips_a_class_is_caught(monkeypatch):
+    real = bounds._classes
+
+    def all_but_the_last(periods):
+        classes = list(real(periods))
+        return classes[:-1]
+
+    monkeypatch.setattr(bounds, "_classes", all_but_the_last)
+    check = settings(phases=[Phase.generate], database=None, max_examples=RESIDUE_EXAMPLES)(
+        given(st.lists(periodic_claims(), max_size=2), periodic_claims())(residue_proofs_hold))
+    with pytest.raises(AssertionError):
+        check()
