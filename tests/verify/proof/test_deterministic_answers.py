@@ -44,8 +44,7 @@ def test_a_proof_answers_the_same_after_planning_and_proving_another_kernel(name
     program = _program(name)
     first = answers(prove(program, ProofOptions(jobs=jobs)))
     assert first["status"] == PROVED
-    assert answers(prove(program, ProofOptions(jobs=jobs))) == first
-    other = _program("tile_transpose_2d")  # planned in this process, then proved
+    other = _program(SMALL[(SMALL.index(name) + 1) % len(SMALL)])  # planned in this process, then proved
     assert prove(other, ProofOptions(jobs=jobs)).status == PROVED
     assert answers(prove(program, ProofOptions(jobs=jobs))) == first
 
