@@ -102,6 +102,10 @@ def _linear(node) -> Lin:
                     if op == "%":
                         return inner
                     return _add(inner, {k: c // cb for k, c in whole.items()})
+            if cb is None and op == "%":
+                unwrapped = _unwrapped(la, lb)
+                if unwrapped is not None:
+                    return _linear(BinOp("%", expr(unwrapped), expr(lb)))
             if cb is None:
                 shifted = _shifted(la, lb)
                 if shifted is not None:
@@ -115,7 +119,7 @@ def _linear(node) -> Lin:
                 if mono is not None and len(mono) == 1 and isinstance(mono[0], BinOp) \
                         and mono[0].op == "%" and _linear(mono[0].right) == lb:
                     return la  # (a % m) % m == a % m
-            return {(BinOp(op, expr(la), expr(lb)),): 1}
+            return {(BinOp(op, _operand(la), _operand(lb)),): 1}
         case Min() | Max():
             la, lb = _linear(node.left), _linear(node.right)
             ca, cb = _const(la), _const(lb)
@@ -138,6 +142,29 @@ def _linear(node) -> Lin:
                 return la
             return {(IfExpr(c, expr(la), expr(lb)),): 1}
     raise TypeError(f"not an integer expression: {node!r}")
+
+
+def _operand(lin: Lin):
+    """The expression of an operand of `//` or `%`: a negative constant as the text reads
+    it back (`-2 % (D + 1)` parses as the negation of 2, not as the constant -2)."""
+    c = _const(lin)
+    if c is not None and c < 0:
+        return Neg(Const(-c))
+    return expr(lin)
+
+
+def _unwrapped(la: Lin, lb: Lin) -> Lin | None:
+    """a with each term `k * (e % m)` written `k * e`, for the divisor m: then
+    `(a % m)` is unchanged, since e % m and e differ by a multiple of m (`(i % (D + 1)
+    - 1) % (D + 1)` is `(i - 1) % (D + 1)`); None when a has no such term (or is one)."""
+    inner = [mono for mono, c in la.items() if mono is not None and len(mono) == 1 and isinstance(mono[0], BinOp)
+             and mono[0].op == "%" and isinstance(c, int) and _linear(mono[0].right) == lb]
+    if not inner or la == {inner[0]: 1}:
+        return None
+    out = dict(la)
+    for mono in inner:
+        out = _add({k: c for k, c in out.items() if k != mono}, _linear(mono[0].left), la[mono])
+    return out
 
 
 def _shifted(la: Lin, lb: Lin) -> tuple[Lin, int] | None:

@@ -21,6 +21,7 @@ from semantics.context import Site, common_depth, static_order
 from semantics.ir import (
     And, BinOp, Compare, Const, For, If, Max, Min, Not, Or, Program, Range, Var, index_exprs, walk_expr,
 )
+from semantics.evaluate import eval_cond
 from semantics.symbolic import domain, precedes, same_element, to_z3
 from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
 from algorithm.threshold.sums import without_extrema
@@ -419,6 +420,24 @@ def prove_candidates(session: Session, program: Program, x: Site, y: Site, pair,
     return answer
 
 
+def _meets(session: Session, ax, values: dict, ay, r_env, y_env) -> list:
+    """The candidate's access and y's touch a common element (semantics.symbolic's
+    `same_element`). Where an index divides by a parameter (`a[i % (D + 1)]`), whose
+    Z3 terms are non-linear: nothing to ask when every index condition simplifies to
+    true once the candidate's indices are substituted (`(i - D - 1) % (D + 1) == i % (D
+    + 1)`). Else, and for every other index, the Z3 term."""
+    if any(isinstance(n, BinOp) and n.op in ("%", "//") and not isinstance(n.right, Const)
+           for e in (*ax.indices, *ay.indices) for part in index_exprs(e) for n in walk_expr(part)) \
+            and all(_true(simplify_cond(c)) for ix, iy in zip(ax.indices, ay.indices)
+                    for c in overlap_conditions(_subst_index(ix, values), iy)):
+        return []
+    return [same_element(ax, r_env, ay, y_env, session.ctx)]
+
+
+def _true(c) -> bool:
+    return isinstance(c, Compare) and isinstance(c.left, Const) and isinstance(c.right, Const) and eval_cond(c, {})
+
+
 def _prove(session: Session, program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
            soundness_only: bool, where: tuple = ()) -> str | None:
     ax, ay = pair
@@ -435,7 +454,7 @@ def _prove(session: Session, program: Program, x: Site, y: Site, pair, candidate
     for candidate in candidates:
         c = session.z(candidate.condition)
         r_env = {**params, **{v: session.z(e) for v, e in candidate.values.items()}}
-        valid = z3.And(*domain(x, r_env, ctx), *cases(r_env), same_element(ax, r_env, ay, y_env, ctx),
+        valid = z3.And(*domain(x, r_env, ctx), *cases(r_env), *_meets(session, ax, candidate.values, ay, r_env, y_env),
                        precedes(x, r_env, y, y_env, ctx))
         why = _check_unsat(session, *nonneg, *y_dom, c, z3.Not(valid))
         if why:
