@@ -117,11 +117,18 @@ def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_
     # Compiled on first use and kept by node (the caller's dict may outlive this call:
     # the redundancy proof asks about the same parts again with fewer waits kept).
     cache = compiled_by_node if compiled_by_node is not None else {}
+    # And by identity for this call: a node equal to a key but not the key itself is
+    # compared with it in full at every point (gemm_psum_if: 650,000 node comparisons).
+    by_id: dict = {}
 
     def fn(node, cond=False):
+        entry = by_id.get(id(node))
+        if entry is not None and entry[0] is node:
+            return entry[1]
         hit = cache.get(node)
         if hit is None:
             hit = cache[node] = compile_expr(node, cond)
+        by_id[id(node)] = (node, hit)
         return hit
 
     parts = parts if isinstance(parts, Parts) else Parts(parts)
