@@ -11,6 +11,8 @@ its own row; peak memory of that process):
   `if k == 0`, 24 straight-line ops, `% K` indices with DMA queues (under `threshold`,
   and under `barrier`, whose layout plans each region between barriers on its own, each
   shape of region once);
+- a prefetching ring whose depth is a parameter (slots `% (D + 1)`,
+  tests/data/threshold_cases/ring_prefetch_runtime_depth.sync);
 - one loop body of 1,000 and 10,000 ops over 5 engines (bench/generate.py wide_body_kernel);
 - the chain of pipelined loop nests (bench/generate.py chain_kernel) at 1,000 ops, and with
   --large at 100,000 ops (< 20 s, < 1 GiB), under `threshold` and under `barrier`;
@@ -94,6 +96,8 @@ def main() -> int:
             goals.append((name, [str(path)], 0.1, None))
     if (REPRO / "barrier_slow_mod_k.sync").exists():
         goals.append(("barrier_slow_mod_k, strategy barrier", [f"barrier@{REPRO / 'barrier_slow_mod_k.sync'}"], 0.1, None))
+    goals.append(("prefetching ring with a run-time depth", [str(ROOT / "tests/data/threshold_cases/ring_prefetch_runtime_depth.sync")],
+                  0.1, None))
     goals += [("wide body, 1,000 ops", ["gen:wide_body_kernel(1000)"], 1.0, 200),
               ("wide body, 10,000 ops", ["gen:wide_body_kernel(10000)"], 15.0, None),
               ("chain, 1,000 ops", ["gen:chain_kernel(250)"], 0.2, None),
