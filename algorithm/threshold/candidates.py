@@ -426,12 +426,25 @@ def _meets(session: Session, ax, values: dict, ay, r_env, y_env) -> list:
     Z3 terms are non-linear: nothing to ask when every index condition simplifies to
     true once the candidate's indices are substituted (`(i - D - 1) % (D + 1) == i % (D
     + 1)`). Else, and for every other index, the Z3 term."""
-    if any(isinstance(n, BinOp) and n.op in ("%", "//") and not isinstance(n.right, Const)
-           for e in (*ax.indices, *ay.indices) for part in index_exprs(e) for n in walk_expr(part)) \
+    if _divides_by_parameter((ax, ay)) \
             and all(_true(simplify_cond(c)) for ix, iy in zip(ax.indices, ay.indices)
                     for c in overlap_conditions(_subst_index(ix, values), iy)):
         return []
     return [same_element(ax, r_env, ay, y_env, session.ctx)]
+
+
+def _simplified_slots(access):
+    """The access with its indices simplified where one divides by a parameter
+    (`(i + D) % (D + 1)` is `(i - 1) % (D + 1)`: a smaller non-linear term); else as is."""
+    if not _divides_by_parameter((access,)):
+        return access
+    return attrs.evolve(access, indices=tuple(
+        Range(simplify(i.lo), simplify(i.hi)) if isinstance(i, Range) else simplify(i) for i in access.indices))
+
+
+def _divides_by_parameter(accesses) -> bool:
+    return any(isinstance(n, BinOp) and n.op in ("%", "//") and not isinstance(n.right, Const)
+               for a in accesses for e in a.indices for part in index_exprs(e) for n in walk_expr(part))
 
 
 def _true(c) -> bool:
@@ -440,7 +453,7 @@ def _true(c) -> bool:
 
 def _prove(session: Session, program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
            soundness_only: bool, where: tuple = ()) -> str | None:
-    ax, ay = pair
+    ax, ay = (_simplified_slots(a) for a in pair)
     ctx = session.ctx
     params = {p.name: session.var(p.name) for p in program.params}
     y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
