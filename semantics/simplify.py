@@ -134,9 +134,9 @@ def _linear(node) -> Lin:
             return {(type(node)(expr(la), expr(lb)),): 1}
         case IfExpr(cond=c, then=a, else_=b):
             c = cond(c)
-            folded = _fold(c)
-            if folded is not None:
-                return _linear(a if folded else b)
+            value = folded(c)
+            if value is not None:
+                return _linear(a if value else b)
             la, lb = _linear(a), _linear(b)
             if la == lb:
                 return la
@@ -205,7 +205,8 @@ def _always_divisible(lin: Lin, d: int) -> bool:
     return True
 
 
-def _fold(c) -> bool | None:
+def folded(c) -> bool | None:
+    """The value of a condition without free names (True or False); None otherwise."""
     try:
         return eval_cond(c, {})
     except (KeyError, Exception):  # a free name: not constant
@@ -240,7 +241,7 @@ def cond(node):
             return Compare(op, simplify(a), simplify(b))
         case And(left=a, right=b):
             a, b = cond(a), cond(b)
-            fa, fb = _fold(a), _fold(b)
+            fa, fb = folded(a), folded(b)
             if fa is False or fb is False:
                 return Compare("==", Const(0), Const(1))
             if fa is True:
@@ -250,7 +251,7 @@ def cond(node):
             return And(a, b)
         case Or(left=a, right=b):
             a, b = cond(a), cond(b)
-            fa, fb = _fold(a), _fold(b)
+            fa, fb = folded(a), folded(b)
             if fa is True or fb is True:
                 return Compare("==", Const(0), Const(0))
             if fa is False:
@@ -260,7 +261,7 @@ def cond(node):
             return Or(a, b)
         case Not(operand=a):
             a = cond(a)
-            fa = _fold(a)
+            fa = folded(a)
             if fa is not None:
                 return Compare("==", Const(0), Const(0 if not fa else 1))
             return Not(a)

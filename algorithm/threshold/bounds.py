@@ -32,7 +32,7 @@ from math import floor, gcd
 from semantics.errors import SyncproofError
 from semantics.evaluate import eval_cond
 from semantics.ir import And, BinOp, Compare, Const, Count, Iters, Max, Min, Not, Or, Var, map_expr, walk_expr
-from semantics.simplify import cond as simplify_cond, linear
+from semantics.simplify import cond as simplify_cond, folded, linear
 
 PROOF_STEPS = 64  # eliminations tried per claim
 
@@ -244,7 +244,7 @@ def by_residues(conds, claim) -> bool:
         return False
     for values in _classes(periods):
         case = [simplify_cond(_substituted(c, values)) for c in conds]
-        if any(_folded(c) is False for c in case):
+        if any(folded(c) is False for c in case):
             continue
         goals = _goals(simplify_cond(_substituted(claim, values)))
         if goals is None:
@@ -284,12 +284,6 @@ def _periods(nodes) -> dict:
 
 def _substituted(node, values: dict):
     return map_expr(node, lambda sub: values.get(sub.name, sub) if isinstance(sub, Var) else sub)
-
-
-def _folded(c) -> bool | None:
-    if isinstance(c, Compare) and isinstance(c.left, Const) and isinstance(c.right, Const):
-        return eval_cond(c, {})
-    return None
 
 
 # ---------------------------------------------------------------- refutation

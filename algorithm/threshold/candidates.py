@@ -21,11 +21,10 @@ from semantics.context import Site, common_depth, static_order
 from semantics.ir import (
     And, BinOp, Compare, Const, For, If, Max, Min, Not, Or, Program, Range, Var, index_exprs, walk_expr,
 )
-from semantics.evaluate import eval_cond
 from semantics.symbolic import domain, precedes, same_element, to_z3
 from algorithm.threshold.counting import Session, as_congruence, as_interval, mentions, subst
 from algorithm.threshold.sums import without_extrema
-from semantics.simplify import cond as simplify_cond, simplify
+from semantics.simplify import cond as simplify_cond, folded, simplify
 from algorithm.threshold.shapes import pair_shape
 from algorithm.threshold.cases import conjuncts, project
 
@@ -420,40 +419,34 @@ def prove_candidates(session: Session, program: Program, x: Site, y: Site, pair,
     return answer
 
 
-def _meets(session: Session, ax, values: dict, ay, r_env, y_env) -> list:
+def _meets(session: Session, ax, values: dict, ay, r_env, y_env, by_parameter: bool) -> list:
     """The candidate's access and y's touch a common element (semantics.symbolic's
-    `same_element`). Where an index divides by a parameter (`a[i % (D + 1)]`), whose
-    Z3 terms are non-linear: nothing to ask when every index condition simplifies to
-    true once the candidate's indices are substituted (`(i - D - 1) % (D + 1) == i % (D
+    `same_element`). Where an index divides by a parameter (`by_parameter`: `a[i % (D + 1)]`),
+    whose Z3 terms are non-linear: nothing to ask when every index condition simplifies
+    to true once the candidate's indices are substituted (`(i - D - 1) % (D + 1) == i % (D
     + 1)`). Else, and for every other index, the Z3 term."""
-    if _divides_by_parameter((ax, ay)) \
-            and all(_true(simplify_cond(c)) for ix, iy in zip(ax.indices, ay.indices)
-                    for c in overlap_conditions(_subst_index(ix, values), iy)):
+    if by_parameter and all(folded(simplify_cond(c)) is True for ix, iy in zip(ax.indices, ay.indices)
+                            for c in overlap_conditions(_subst_index(ix, values), iy)):
         return []
     return [same_element(ax, r_env, ay, y_env, session.ctx)]
 
 
+def _divides_by_parameter(access) -> bool:
+    return any(isinstance(n, BinOp) and n.op in ("%", "//") and not isinstance(n.right, Const)
+               for e in access.indices for part in index_exprs(e) for n in walk_expr(part))
+
+
 def _simplified_slots(access):
-    """The access with its indices simplified where one divides by a parameter
-    (`(i + D) % (D + 1)` is `(i - 1) % (D + 1)`: a smaller non-linear term); else as is."""
-    if not _divides_by_parameter((access,)):
-        return access
+    """The access with its indices simplified (`(i + D) % (D + 1)` is `(i - 1) % (D + 1)`:
+    a smaller non-linear term), for an access whose index divides by a parameter."""
     return attrs.evolve(access, indices=tuple(
         Range(simplify(i.lo), simplify(i.hi)) if isinstance(i, Range) else simplify(i) for i in access.indices))
 
 
-def _divides_by_parameter(accesses) -> bool:
-    return any(isinstance(n, BinOp) and n.op in ("%", "//") and not isinstance(n.right, Const)
-               for a in accesses for e in a.indices for part in index_exprs(e) for n in walk_expr(part))
-
-
-def _true(c) -> bool:
-    return isinstance(c, Compare) and isinstance(c.left, Const) and isinstance(c.right, Const) and eval_cond(c, {})
-
-
 def _prove(session: Session, program: Program, x: Site, y: Site, pair, candidates: list[Candidate],
            soundness_only: bool, where: tuple = ()) -> str | None:
-    ax, ay = (_simplified_slots(a) for a in pair)
+    divides = [_divides_by_parameter(a) for a in pair]
+    ax, ay = (_simplified_slots(a) if d else a for a, d in zip(pair, divides))
     ctx = session.ctx
     params = {p.name: session.var(p.name) for p in program.params}
     y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
@@ -467,7 +460,7 @@ def _prove(session: Session, program: Program, x: Site, y: Site, pair, candidate
     for candidate in candidates:
         c = session.z(candidate.condition)
         r_env = {**params, **{v: session.z(e) for v, e in candidate.values.items()}}
-        valid = z3.And(*domain(x, r_env, ctx), *cases(r_env), *_meets(session, ax, candidate.values, ay, r_env, y_env),
+        valid = z3.And(*domain(x, r_env, ctx), *cases(r_env), *_meets(session, ax, candidate.values, ay, r_env, y_env, any(divides)),
                        precedes(x, r_env, y, y_env, ctx))
         why = _check_unsat(session, *nonneg, *y_dom, c, z3.Not(valid))
         if why:
