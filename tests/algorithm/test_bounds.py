@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+import z3
 from hypothesis import Phase, given, settings, strategies as st
 
 from algorithm.threshold import bounds
@@ -173,20 +174,44 @@ def test_a_claim_proved_by_residue_classes_holds_at_every_point(extra, claim):
     residue_proofs_hold(extra, claim)
 
 
-def test_residue_classes_prove_a_comparison_of_counts_with_squares_of_halves():
-    # N even and >= 2: ((N - 1) // 2)^2 + 3N - 3((N - 1) // 2) - 6 <= (N // 2)^2 + 2N - 3(N // 2)
-    # (k^2 + k - 2 <= k^2 + k for N = 2k); the odd class is excluded by the facts.
+def _halves_claim(constant: int = -6):
+    """N even and >= 2 (the odd class is excluded by the facts): ((N - 1) // 2)^2 + 3N -
+    3((N - 1) // 2) + constant <= (N // 2)^2 + 2N - 3(N // 2), if_else_varying's comparison
+    of two counts; k^2 + k - 2 <= k^2 + k for N = 2k at the constant -6, false at -1."""
     n = Var("N")
     half, half_before = BinOp("//", n, Const(2)), BinOp("//", BinOp("-", n, Const(1)), Const(2))
 
-    def count(h, linear, constant):
+    def count(h, linear, c):
         return BinOp("+", BinOp("-", BinOp("+", BinOp("*", h, h), BinOp("*", Const(linear), n)),
-                                BinOp("*", Const(3), h)), Const(constant))
+                                BinOp("*", Const(3), h)), Const(c))
 
     conds = (Compare(">=", n, Const(0)), Compare(">=", n, Const(1)),
              Not(Compare("==", BinOp("%", BinOp("-", n, Const(1)), Const(2)), Const(0))))
-    assert bounds.by_residues(conds, Compare("<=", count(half_before, 3, -6), count(half, 2, 0)))
-    assert not bounds.by_residues(conds, Compare("<=", count(half_before, 3, -1), count(half, 2, 0)))
+    return conds, Compare("<=", count(half_before, 3, constant), count(half, 2, 0))
+
+
+def test_residue_classes_prove_a_comparison_of_counts_with_squares_of_halves():
+    assert bounds.by_residues(*_halves_claim())
+    assert not bounds.by_residues(*_halves_claim(-1))
+
+
+def test_facts_prove_by_residue_classes_what_z3_leaves_unknown():
+    """Facts.proves asks the residue classes after Z3's `unknown` (a budget of 1,000
+    units leaves this non-linear claim unknown)."""
+    from algorithm.threshold import facts as facts_module
+
+    conds, claim = _halves_claim()
+    session = facts_module.Session(1_000)
+    assert session.check_alone([*session.facts(conds).assertions, z3.Not(session.z(claim))], 1_000)[0] == z3.unknown
+    assert session.facts(conds).proves(claim)
+
+
+def test_teeth_facts_without_the_residue_classes_leave_it_unproved(monkeypatch):
+    from algorithm.threshold import facts as facts_module
+
+    monkeypatch.setattr(facts_module, "by_residues", lambda conds, claim: False)
+    conds, claim = _halves_claim()
+    assert not facts_module.Session(1_000).facts(conds).proves(claim)
 
 
 def test_teeth_a_residue_proof_that_skips_a_class_is_caught(monkeypatch):
