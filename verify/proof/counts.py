@@ -51,7 +51,7 @@ from semantics.symbolic import py_floordiv, py_mod
 from verify.engines.deadline import NO_DEADLINE, Deadline
 
 from verify.proof.pieces import (  # noqa: F401  (Unsupported, Atoms: re-exported)
-    MAX_PIECES, Atoms, Unsupported, combine, const, simplify_pieces, sym,
+    MAX_PIECES, Atoms, Unsupported, coalesced, combine, const, simplify_pieces, sym,
 )
 from verify.proof.queues import home
 from verify.proof.sums import loop_sum
@@ -153,6 +153,7 @@ class Counter:
         self.deadline = deadline  # polled per statement: a count of a deep nest is long sympy work
         self.atoms = Atoms()
         self.params = {p.name: sym(p.name) for p in program.params}
+        self.nonneg = frozenset(self.params.values())  # parameters are never negative
         self._cache: dict = {}
 
     def _hits(self, stmt, target) -> bool:
@@ -164,7 +165,7 @@ class Counter:
         for stmt in body:
             self.deadline.check()
             pieces += self.stmt_count(stmt, target, env)
-        return simplify_pieces(pieces)
+        return coalesced(simplify_pieces(pieces), self.nonneg)
 
     def stmt_count(self, stmt, target, env: dict) -> tuple:
         match stmt:
@@ -238,7 +239,7 @@ class Counter:
                     body = step.stmt.then if step.branch else step.stmt.else_
                 case Op():
                     break
-        return simplify_pieces(pieces)
+        return coalesced(simplify_pieces(pieces), self.nonneg)
 
 
 # ------------------------------------------------------------------------- Z3

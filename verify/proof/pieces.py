@@ -70,6 +70,36 @@ def simplify_pieces(pieces) -> tuple:
     return tuple(out)
 
 
+def coalesced(count, nonneg) -> tuple:
+    """A count (a guarded sum: not a partition, whose pieces are alternatives) in fewer
+    pieces, equal wherever the symbols `nonneg` are non-negative. A count built
+    statement by statement repeats a piece per op of a loop body, and the same piece
+    under an engine's guard (`NK * QT * j` under `NK >= 1`, beside `QT * j`). So:
+    - a guard `s - 1 >= 0` (s in `nonneg`) whose piece adds 0 at s = 0 anyway is
+      dropped (`redundant_guard`), where that lets the piece join another: a guard
+      that joins nothing is kept (Z3 splits cases on it: matmul's proof took more
+      units without those guards);
+    - the pieces with the same atoms are one piece, their values summed.
+    Flash attention's counts: 2,113 pieces in 156 counts, 767 after."""
+    bare = [(tuple(a for a in conds if not redundant_guard(a, value, nonneg)), conds, value) for conds, value in count]
+    joins: dict = {}
+    for atoms, _, _ in bare:
+        joins[frozenset(atoms)] = joins.get(frozenset(atoms), 0) + 1
+    merged: dict = {}
+    for atoms, conds, value in bare:
+        kept = atoms if joins[frozenset(atoms)] > 1 else conds
+        key = frozenset(kept)
+        merged[key] = (merged[key][0], merged[key][1] + value) if key in merged else (kept, value)
+    return simplify_pieces(merged.values())
+
+
+def redundant_guard(atom, value, nonneg) -> bool:
+    """Whether `atom` is `s - 1 >= 0` for a symbol s of `nonneg` and `value` is 0 at
+    s = 0: then [s >= 1] * value = value wherever s >= 0."""
+    kind, e = atom
+    return kind == "ge" and (e + 1) in nonneg and sp.expand(value.xreplace({e + 1: 0})) == 0
+
+
 def combine(a, b, fn) -> tuple:
     """Pointwise fn of two partitions."""
     return simplify_pieces((ca + cb, fn(va, vb)) for (ca, va), (cb, vb) in itertools.product(a, b))

@@ -1,0 +1,79 @@
+"""Counts in fewer pieces (verify/proof/pieces.py `coalesced`): a coalesced count equals
+the count it replaces wherever the parameters are non-negative, checked point by point
+(brute force, never by the code under test); the proof's counts of a kernel repeat no
+atom set; a guard that does not vanish is never dropped (teeth)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from algorithm.registry import get_strategy
+from semantics.parser import parse_file
+from verify.engines.deadline import Deadline
+from verify.proof import pieces as pieces_module
+from verify.proof.jobs import counts
+from verify.proof.pieces import coalesced, sym
+
+from tests.support.budget import scaled
+from tests.support.corpus import ROOT
+
+P, Q, J = sym("P"), sym("Q"), sym("j")  # P, Q: parameters (never negative); j: a loop index (any sign)
+ATOMS = [("ge", P - 1), ("ge", Q - 1), ("ge", J - 1), ("ge", 1 - J), ("ge", J - 2), ("ge", P - J),
+         ("eq", J - 1), ("ge", 2 * P - 1), ("ge", Q - P)]
+VALUES = [sp.Integer(1), P, P * Q, Q * J, J, P * J - Q, P - 1, Q * Q - Q, sp.Integer(-2), P * Q * J]
+BOX = list(itertools.product(range(4), range(4), range(-2, 4)))  # P, Q >= 0; j of either sign
+
+
+def value_at(count, point) -> int:
+    """The guarded sum at one point: the values of the pieces whose atoms hold, summed."""
+    env = dict(zip((P, Q, J), point))
+    total = 0
+    for conds, value in count:
+        if all(e.xreplace(env) >= 0 if kind == "ge" else e.xreplace(env) == 0 for kind, e in conds):
+            total += value.xreplace(env)
+    return total
+
+
+counts_drawn = st.lists(st.tuples(st.lists(st.sampled_from(ATOMS), max_size=3).map(tuple), st.sampled_from(VALUES)),
+                        max_size=8)
+
+
+def _differs(count) -> list:
+    fewer = coalesced(count, frozenset((P, Q)))
+    return [point for point in BOX if value_at(fewer, point) != value_at(count, point)]
+
+
+@scaled(2)
+@given(counts_drawn)
+def test_a_coalesced_count_equals_the_count_wherever_the_parameters_are_non_negative(count):
+    assert _differs(count) == []
+    assert len(coalesced(count, frozenset((P, Q)))) <= len(count)
+
+
+def test_repeated_and_guarded_pieces_join():
+    """`P * Q` under `P >= 1` beside `Q` (twice) under no guard: one piece, `P*Q + 2*Q`;
+    `1` under `Q >= 1` keeps its guard (it does not vanish at Q = 0)."""
+    count = (((("ge", P - 1),), P * Q), ((), Q), ((), Q), ((("ge", Q - 1),), sp.Integer(1)))
+    fewer = coalesced(count, frozenset((P, Q)))
+    assert sorted(map(str, fewer)) == sorted(map(str, (((), P * Q + 2 * Q), ((("ge", Q - 1),), sp.Integer(1)))))
+
+
+def test_teeth_dropping_a_guard_that_does_not_vanish_is_caught(monkeypatch):
+    monkeypatch.setattr(pieces_module, "redundant_guard", lambda atom, value, nonneg: atom[0] == "ge")
+    assert _differs((((("ge", P - 1),), sp.Integer(1)), ((), Q)))
+
+
+@pytest.mark.parametrize("name", ["paged_decode_attention", "softmax", "swiglu_mlp"])
+def test_the_proofs_counts_repeat_no_atom_set(name):
+    """Kernels whose counts repeated atom sets (31, 15 and 58 pieces) before coalescing."""
+    program = get_strategy("threshold")(parse_file(str(ROOT / "kernels" / "suite" / f"{name}.sync"))).program
+    built = counts(program, Deadline.after(None)).built()
+    assert len(built) > 20
+    for count in built:
+        sets = [frozenset(conds) for conds, _ in count]
+        assert len(sets) == len(set(sets)), count
