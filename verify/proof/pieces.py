@@ -79,8 +79,7 @@ def coalesced(count, nonneg) -> tuple:
       dropped (`redundant_guard`), where that lets the piece join another: a guard
       that joins nothing is kept (Z3 splits cases on it: matmul's proof took more
       units without those guards);
-    - the pieces with the same atoms are one piece, their values summed.
-    Flash attention's counts: 2,113 pieces in 156 counts, 767 after."""
+    - the pieces with the same atoms are one piece, their values summed."""
     bare = [(tuple(a for a in conds if not redundant_guard(a, value, nonneg)), conds, value) for conds, value in count]
     joins: dict = {}
     for atoms, _, _ in bare:
