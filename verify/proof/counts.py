@@ -51,7 +51,7 @@ from semantics.symbolic import py_floordiv, py_mod
 from verify.engines.deadline import NO_DEADLINE, Deadline
 
 from verify.proof.pieces import (  # noqa: F401  (Unsupported, Atoms: re-exported)
-    MAX_PIECES, Atoms, Unsupported, coalesced, combine, const, simplify_pieces, sym,
+    MAX_PIECES, SMALL_COUNT, Atoms, Unsupported, coalesced, combine, const, simplify_pieces, sym,
 )
 from verify.proof.queues import home
 from verify.proof.sums import loop_sum
@@ -148,8 +148,10 @@ class Counter:
     """Counts over one program. A target is ("engine", name) for the instances of an
     engine or ("loop", var) for the iterations of a loop (what `iters(var)` counts)."""
 
-    def __init__(self, program: Program, deadline: Deadline = NO_DEADLINE):
+    def __init__(self, program: Program, deadline: Deadline = NO_DEADLINE, small: int = SMALL_COUNT):
+        """`small`: the pieces up to which a count is left as built (pieces.coalesced)."""
         self.program = program
+        self.small = small
         self.deadline = deadline  # polled per statement: a count of a deep nest is long sympy work
         self.atoms = Atoms()
         self.params = {p.name: sym(p.name) for p in program.params}
@@ -165,7 +167,7 @@ class Counter:
         for stmt in body:
             self.deadline.check()
             pieces += self.stmt_count(stmt, target, env)
-        return coalesced(simplify_pieces(pieces), self.nonneg)
+        return coalesced(simplify_pieces(pieces), self.nonneg, self.small)
 
     def stmt_count(self, stmt, target, env: dict) -> tuple:
         match stmt:
@@ -239,7 +241,7 @@ class Counter:
                     body = step.stmt.then if step.branch else step.stmt.else_
                 case Op():
                     break
-        return coalesced(simplify_pieces(pieces), self.nonneg)
+        return coalesced(simplify_pieces(pieces), self.nonneg, self.small)
 
 
 # ------------------------------------------------------------------------- Z3

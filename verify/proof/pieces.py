@@ -16,6 +16,7 @@ import sympy as sp
 from semantics.errors import Unsupported  # noqa: F401  (re-exported: no closed form this module can build)
 
 MAX_PIECES = 4_000
+SMALL_COUNT = 8  # pieces up to which `coalesced` leaves a count as built
 
 
 def sym(name: str) -> sp.Symbol:
@@ -70,7 +71,7 @@ def simplify_pieces(pieces) -> tuple:
     return tuple(out)
 
 
-def coalesced(count, nonneg) -> tuple:
+def coalesced(count, nonneg, small: int = SMALL_COUNT) -> tuple:
     """A count (a guarded sum: not a partition, whose pieces are alternatives) in fewer
     pieces, equal wherever the symbols `nonneg` are non-negative. A count built
     statement by statement repeats a piece per op of a loop body, and the same piece
@@ -79,7 +80,12 @@ def coalesced(count, nonneg) -> tuple:
       dropped (`redundant_guard`), where that lets the piece join another: a guard
       that joins nothing is kept (Z3 splits cases on it: matmul's proof took more
       units without those guards);
-    - the pieces with the same atoms are one piece, their values summed."""
+    - the pieces with the same atoms are one piece, their values summed.
+    A count of at most `small` pieces is left as built: on small counts the rewriting
+    buys little, and it moved Z3's effort on a quantified query of one kernel from 27k
+    units to past its limit (tests/data/threshold_cases/inner_loop_max_lower_bound_sum)."""
+    if len(count) <= small:
+        return count
     bare = [(tuple(a for a in conds if not redundant_guard(a, value, nonneg)), conds, value) for conds, value in count]
     joins: dict = {}
     for atoms, _, _ in bare:
