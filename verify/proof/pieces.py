@@ -78,12 +78,13 @@ def coalesced(count, nonneg, small: int = SMALL_COUNT) -> tuple:
     under an engine's guard (`NK * QT * j` under `NK >= 1`, beside `QT * j`). So:
     - a guard `s - 1 >= 0` (s in `nonneg`) whose piece adds 0 at s = 0 anyway is
       dropped (`redundant_guard`), where that lets the piece join another: a guard
-      that joins nothing is kept (Z3 splits cases on it: matmul's proof took more
+      that joins nothing is kept (Z3 splits cases on it: matmul's proof spends more
       units without those guards);
     - the pieces with the same atoms are one piece, their values summed.
-    A count of at most `small` pieces is left as built: on small counts the rewriting
-    buys little, and it moved Z3's effort on a quantified query of one kernel from 27k
-    units to past its limit (tests/data/threshold_cases/inner_loop_max_lower_bound_sum)."""
+    A count of at most `small` pieces is left as built: there the rewriting buys little,
+    and Z3's effort moves with a term's shape (the quantified exactness query of
+    tests/data/threshold_cases/inner_loop_max_lower_bound_sum ends unknown with its
+    four-piece count coalesced, and is proved as built)."""
     if len(count) <= small:
         return count
     bare = [(tuple(a for a in conds if not redundant_guard(a, value, nonneg)), conds, value) for conds, value in count]
