@@ -24,12 +24,21 @@ from semantics.parser import parse_file
 from verify.proof.prove import ProofOptions, prove
 
 
+def _name(path: Path) -> str:
+    """The kernel's path under kernels/, else under the repository, else as given."""
+    path = path.resolve()
+    for base in (ROOT / "kernels", ROOT):
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix()
+    return path.as_posix()
+
+
 def measure(path: Path, timeout: float, jobs: int = 1) -> dict:
     program = get_strategy("threshold")(parse_file(str(path))).program
     start = time.perf_counter()
     proof = prove(program, ProofOptions(timeout=timeout, jobs=jobs))
     seconds = round(time.perf_counter() - start, 2)
-    row = {"kernel": path.relative_to(ROOT / "kernels").as_posix(), "status": proof.status, "seconds": seconds,
+    row = {"kernel": _name(path), "status": proof.status, "seconds": seconds,
            "z3_units": proof.units, "obligations": len(proof.obligations),
            "proved": sum(1 for o in proof.obligations if o.status == "proved"), "reason": proof.reason}
     print(f"{row['kernel']}: {proof.status} in {seconds} s, {proof.units:,} Z3 units "

@@ -30,8 +30,11 @@ def test_proof_benches_run_on_a_small_kernel():
     assert "4 of 4 obligations proved" in parts and " check" in parts
     each = _run("bench/obligation_bench.py", "kernels/suite/pingpong.sync", "--range", "inproc")
     assert "4 proved" in each and "range (inproc): up-to 2147483647" in each
-    table = _run("bench/prove_bench.py", "--jobs", "2", "kernels/suite/pingpong.sync")
+    table = _run("bench/prove_bench.py", "--jobs", "2", "kernels/suite/pingpong.sync",
+                 "tests/data/threshold_cases/top_level_if.sync")
     assert "pingpong.sync | proved | " in table
+    # A kernel outside kernels/ is named by its path in the repository (it was a traceback).
+    assert "| tests/data/threshold_cases/top_level_if.sync | proved | " in table
 
 
 def test_verify_bench_reports_the_default_verify_of_the_files_it_is_given():
