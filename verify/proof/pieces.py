@@ -9,6 +9,7 @@ pieces.
 
 from __future__ import annotations
 
+import collections
 import itertools
 
 import sympy as sp
@@ -88,9 +89,7 @@ def coalesced(count, nonneg, small: int = SMALL_COUNT) -> tuple:
     if len(count) <= small:
         return count
     bare = [(tuple(a for a in conds if not redundant_guard(a, value, nonneg)), conds, value) for conds, value in count]
-    joins: dict = {}
-    for atoms, _, _ in bare:
-        joins[frozenset(atoms)] = joins.get(frozenset(atoms), 0) + 1
+    joins = collections.Counter(frozenset(atoms) for atoms, _, _ in bare)
     merged: dict = {}
     for atoms, conds, value in bare:
         kept = atoms if joins[frozenset(atoms)] > 1 else conds
@@ -103,7 +102,8 @@ def redundant_guard(atom, value, nonneg) -> bool:
     """Whether `atom` is `s - 1 >= 0` for a symbol s of `nonneg` and `value` is 0 at
     s = 0: then [s >= 1] * value = value wherever s >= 0."""
     kind, e = atom
-    return kind == "ge" and (e + 1) in nonneg and sp.expand(value.xreplace({e + 1: 0})) == 0
+    s = e + 1
+    return kind == "ge" and s in nonneg and sp.expand(value.xreplace({s: 0})) == 0
 
 
 def combine(a, b, fn) -> tuple:
