@@ -8,9 +8,12 @@ Each kernel runs in its own subprocess with a time limit. Output: one file per
 (kernel, strategy) in tests/data/sync_outputs/, `<id>.<strategy>.sync` (the printed
 program), and tests/data/sync_outputs/manifest.json with, per file, the status
 (`ok`, `refused` with the message, `timeout`), the number of waits, of barriers and of
-conservative waits. The rule the test encodes (docs/planner.md, "Outputs are judged by
+conservative waits, and for a threshold output without barriers the status of its
+all-values proof (`all_values`: `proved`, `unknown` or `refuted`; tests/support/judge.py
+`PROOF`, a deterministic budget). The rule the test encodes (docs/planner.md, "Outputs are judged by
 meaning"): a later output is verified (bisimilar when exact, else sound, per the
-happens-before engine) and no worse under the one cost function (verify/cost.py); a refused or timed-out
+happens-before engine), proved for every parameter value where the recorded output is,
+and no worse under the one cost function (verify/cost.py); a refused or timed-out
 kernel may become anything sound.
 
 Re-recording judges every changed output by that rule first (tests/support/judge.py) and
@@ -26,6 +29,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests/support/judge.py
 OUT = ROOT / "tests" / "data" / "sync_outputs"
 STRATEGIES = ("threshold", "barrier")
 
@@ -73,6 +77,19 @@ def record(path: Path, strategy: str, timeout: float) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _result(strategy: str, row: dict, text: str):
+    """What the judge reads of a SyncResult, from a recorded row and its text."""
+    from algorithm.registry import SyncStats
+    from semantics.parser import parse
+
+    class Result:
+        program = parse(text)
+        stats = SyncStats(strategy=strategy, waits=row["waits"], barriers=row["barriers"], semaphores=0,
+                          conservative=row["conservative"])
+
+    return Result
+
+
 def _judged(golden: dict | None, recorded: Path, path: Path, strategy: str, row: dict, text: str | None) -> str | None:
     """The judge's verdict on a changed output (None when unchanged or new)."""
     if golden is None or row.get("status") != "ok":
@@ -80,26 +97,33 @@ def _judged(golden: dict | None, recorded: Path, path: Path, strategy: str, row:
     old = recorded.read_text() if golden.get("status") == "ok" and recorded.exists() else None
     if old == text:
         return None
-    sys.path.insert(0, str(ROOT))
-    from algorithm.registry import SyncStats
     from semantics.parser import parse
     from tests.support.judge import judge
     from verify.api import load
     from verify.cost import cost_of
 
-    class Result:  # what the judge reads of a SyncResult
-        program = parse(text)
-        stats = SyncStats(strategy=strategy, waits=row["waits"], barriers=row["barriers"], semaphores=0,
-                          conservative=row["conservative"])
-
-    why = judge(golden, old, load(str(path)), Result)
+    result = _result(strategy, row, text)
+    why = judge(golden, old, load(str(path)), result)
     if why:
         return f"rejected: {why}"
-    after = cost_of(Result.program, row["conservative"])
+    after = cost_of(result.program, row["conservative"])
     if old is None:
         return f"accepted: was {golden.get('status')}, now verified ({after})"
     before = cost_of(parse(old), golden["conservative"])
     return f"accepted: verified, cost {before} -> {after}"
+
+
+def _all_values(golden: dict | None, recorded: Path, strategy: str, row: dict, text: str | None) -> str | None:
+    """The all-values proof's status of a threshold output (tests/support/judge.py
+    `all_values`): the recorded one while the text is unchanged (the proof is
+    deterministic), else proved anew. None where the proof does not apply."""
+    if row.get("status") != "ok" or strategy != "threshold":
+        return None
+    if golden and "all_values" in golden and recorded.exists() and recorded.read_text() == text:
+        return golden["all_values"]
+    from tests.support.judge import all_values
+
+    return all_values(_result(strategy, row, text))
 
 
 def main() -> int:
@@ -124,12 +148,15 @@ def main() -> int:
                 print(f"{name}: {verdict}", flush=True)
                 if verdict.startswith("rejected") and not args.force:
                     continue
+            proved = _all_values(manifest.get(name), OUT / name, strategy, row, text)
+            if proved is not None:
+                row["all_values"] = proved
             if text is not None:
                 (OUT / name).write_text(text)
             elif (OUT / name).exists():
                 (OUT / name).unlink()
             manifest[name] = {"kernel": str(path.relative_to(ROOT)), "strategy": strategy, **row}
-            print(name, row.get("status"), row.get("waits"), row.get("conservative"), flush=True)
+            print(name, row.get("status"), row.get("waits"), row.get("conservative"), row.get("all_values", ""), flush=True)
             manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
     return 0
 

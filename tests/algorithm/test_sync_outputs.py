@@ -58,7 +58,7 @@ def test_golden_set_covers_every_kernel():
 class _Result:
     def __init__(self, program, **stats):
         self.program = program
-        self.stats = SyncStats(strategy="threshold", waits=0, barriers=0, semaphores=0, **stats)
+        self.stats = SyncStats(**{"strategy": "threshold", "waits": 0, "barriers": 0, "semaphores": 0, **stats})
 
 
 def _entry(name: str):
@@ -114,3 +114,45 @@ def test_judge_takes_cheaper_arithmetic_only_when_checked():
     cheaper_wrong = with_threshold(Const(1))
     assert arithmetic(cheaper_wrong) < arithmetic(synced)
     assert "not bisimulation-correct" in judge(golden, text, program, _Result(cheaper_wrong))
+
+
+def test_judge_requires_the_proof_where_the_recorded_output_is_proved():
+    """A changed output that the bounded check accepts and that costs no more, but is
+    wrong for larger parameter values, is rejected: the recorded output is proved for
+    every value, so the changed one must be. design_example's `extra` runs when N > 2
+    and waits `ACT >= N`; waiting `ACT >= 3` instead is the same at N = 3 (the bounds
+    check N up to 3) and lets it issue early from N = 4 on."""
+    golden, text, program = _entry("design_example.sync.threshold.sync")
+    assert golden["all_values"] == "proved"
+    early = text.replace("wait ACT >= N", "wait ACT >= 3")
+    assert early != text
+    result = _Result(parse(early))
+    assert "not proved for every parameter value (refuted)" in judge(golden, text, program, result)
+    # Without the recorded proof, the bounded check and the cost alone accept it.
+    bounded_only = {k: v for k, v in golden.items() if k != "all_values"}
+    assert judge(bounded_only, text, program, result) is None
+
+
+def test_every_threshold_output_records_its_all_values_proof():
+    """Every recorded threshold output without barriers names its all-values proof's
+    status, none is refuted (a refuted golden output would be a wrong one), and every
+    kernel of kernels/ is proved (docs/benchmarks.md, "The all-values proof")."""
+    rows = [(name, g) for name, g in MANIFEST.items()
+            if g["strategy"] == "threshold" and g["status"] == "ok" and not g["barriers"]]
+    assert rows
+    assert all(g.get("all_values") in ("proved", "unknown") for _, g in rows), \
+        [name for name, g in rows if g.get("all_values") not in ("proved", "unknown")]
+    corpus = [name for name, g in rows if g["kernel"].startswith("kernels/")]
+    assert len(corpus) == 43
+    assert [name for name in corpus if MANIFEST[name]["all_values"] != "proved"] == []
+
+
+@pytest.mark.parametrize("name", ["pipeline_db.sync.threshold.sync", "suite__softmax.sync.threshold.sync",
+                                  "threshold_cases__parity_mod3.sync.threshold.sync"])
+def test_a_recorded_all_values_status_is_the_proofs(name):
+    """The manifest's `all_values` is what the proof answers for the recorded text (a
+    few quick ones; bench/record_sync_outputs.py records them all)."""
+    from tests.support.judge import all_values
+
+    golden, text, _ = _entry(name)
+    assert all_values(_Result(parse(text), barriers=golden["barriers"])) == golden["all_values"]
