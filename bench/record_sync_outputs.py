@@ -2,7 +2,7 @@
 suite, the SNAX kernels, the threshold cases and the reproducers, as the golden set
 that tests/algorithm/test_sync_outputs.py holds later revisions to.
 
-    python bench/record_sync_outputs.py [--timeout 150] [--only NAME ...] [--force]
+    python bench/record_sync_outputs.py [--timeout 150] [--only NAME ...] [--force] [--reprove]
 
 Each kernel runs in its own subprocess with a time limit. Output: one file per
 (kernel, strategy) in tests/data/sync_outputs/, `<id>.<strategy>.sync` (the printed
@@ -113,13 +113,15 @@ def _judged(golden: dict | None, recorded: Path, path: Path, strategy: str, row:
     return f"accepted: verified, cost {before} -> {after}"
 
 
-def _all_values(golden: dict | None, recorded: Path, strategy: str, row: dict, text: str | None) -> str | None:
+def _all_values(golden: dict | None, recorded: Path, strategy: str, row: dict, text: str | None,
+                reprove: bool) -> str | None:
     """The all-values proof's status of a threshold output (tests/support/judge.py
     `all_values`): the recorded one while the text is unchanged (the proof is
-    deterministic), else proved anew. None where the proof does not apply."""
+    deterministic) unless `reprove` (after a change to the proof), else proved anew.
+    None where the proof does not apply."""
     if row.get("status") != "ok" or strategy != "threshold":
         return None
-    if golden and "all_values" in golden and recorded.exists() and recorded.read_text() == text:
+    if not reprove and golden and "all_values" in golden and recorded.exists() and recorded.read_text() == text:
         return golden["all_values"]
     from tests.support.judge import all_values
 
@@ -131,6 +133,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=150)
     parser.add_argument("--only", nargs="*", help="kernel ids to (re)record")
     parser.add_argument("--force", action="store_true", help="record outputs that break the rule too")
+    parser.add_argument("--reprove", action="store_true",
+                        help="prove unchanged threshold outputs again (after a change to the proof)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     manifest_path = OUT / "manifest.json"
@@ -148,7 +152,7 @@ def main() -> int:
                 print(f"{name}: {verdict}", flush=True)
                 if verdict.startswith("rejected") and not args.force:
                     continue
-            proved = _all_values(manifest.get(name), OUT / name, strategy, row, text)
+            proved = _all_values(manifest.get(name), OUT / name, strategy, row, text, args.reprove)
             if proved is not None:
                 row["all_values"] = proved
             if text is not None:

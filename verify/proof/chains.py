@@ -23,7 +23,7 @@ from semantics.symbolic import conflicting_pairs
 from verify.proof.queues import forces, home, is_dma, needed
 from verify.proof.terms import last_candidates, witnesses
 
-MAX_HOPS = 3  # instances in a chain of "completed before" steps
+MAX_HOPS = 4  # instances in a chain of "completed before" steps
 MAX_PATHS = 400  # chains per hop count
 TWO_HOP_WITNESSES = 8  # candidate indices per instance of a witnessed two-step chain
 MAX_WITNESSED_CHAINS = 3_000
@@ -150,12 +150,15 @@ class Chains:
         steps ending in a z that covers x: no instances make it so (one quantified
         formula per path, over the loop indices of its z's)."""
         out = []
+        ends = self._chain_ends(engine)
         paths = [((y, iy, None),)]
         for hop in range(1, MAX_HOPS + 1):
             grown = []
             for path in paths:
                 u, iu, _ = path[-1]
                 for z in self.terms.sites.values():
+                    if z.op.name not in ends[MAX_HOPS - hop]:
+                        continue  # no path through z reaches a cover within the hops left
                     kz = self.terms.env(z, f"k{hop}")
                     issued = self._issued(z, kz, u, iu)  # enough for a step inside the path
                     if issued is None:
@@ -177,6 +180,18 @@ class Chains:
                 body = z3.Not(z3.And(*facts, *through))
                 out.append(z3.ForAll(bound, body) if bound else body)
         return out
+
+    def _chain_ends(self, engine: str) -> list[set]:
+        """ends[h]: the ops from which a path of at most h more steps reaches an op that
+        may cover `engine` (`_may_cover`, `_may_precede`: static, no terms). Paths
+        through other ops give no fact, and only took places among the MAX_PATHS kept
+        (a 24-op straight-line kernel's three-step chain was cut so)."""
+        sites = list(self.terms.sites.values())
+        ends = [{z.op.name for z in sites if self._may_cover(z, engine)}]
+        for _ in range(MAX_HOPS):
+            ends.append(ends[-1] | {z.op.name for z in sites
+                                    if any(self._may_precede(w, z) for w in sites if w.op.name in ends[-1])})
+        return ends
 
     def _masked(self, y: Site, iy: dict, wait, threshold) -> list:
         """A wait that no producer on its engine needs may still never block: when y's

@@ -26,9 +26,9 @@ algorithm/threshold/counting.py and must not be trusted here), with sympy polyno
   back to Z3's floor division; verify/proof/pieces.py). A sum over an index under
   such an atom (`if i % 2 == 0`) is split by residue class: w = p * t + s for each s
   in 0..p-1, where p makes every such atom linear in t plus an atom free of t (at most
-  16 classes). Anything else (a non-linear term, a non-constant divisor, an equation
-  with a coefficient other than +-1) raises `Unsupported`: the proof then says why it
-  fell back.
+  16 classes). An equation `c * w + e == 0` with |c| > 1 pins w to `-e / c` under the
+  condition `e % |c| == 0`. Anything else (a non-linear term, a non-constant divisor)
+  raises `Unsupported`: the proof then says why it fell back.
 
 `to_z3` turns a count into a Z3 integer term, with the symbols of parameters and loop
 indices mapped to Z3 terms chosen by the caller (one instance or another).

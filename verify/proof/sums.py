@@ -33,7 +33,8 @@ def _faulhaber(value: sp.Expr, w: sp.Symbol, lo: sp.Expr, hi: sp.Expr) -> sp.Exp
 
 
 def _bound(kind: str, e: sp.Expr, w: sp.Symbol, atoms: Atoms):
-    """An atom on w as ('lo'|'hi'|'eq', bound), or None when it does not mention w."""
+    """An atom on w as ('lo'|'hi'|'eq', bound, conditions free of w that it also
+    needs), or None when it does not mention w."""
     if not atoms.mentions(e, w):
         return None
     if any(s in atoms.defs and atoms.mentions(atoms.defs[s][1], w) for s in e.free_symbols):
@@ -44,15 +45,21 @@ def _bound(kind: str, e: sp.Expr, w: sp.Symbol, atoms: Atoms):
     c = poly.coeff_monomial(w)
     rest = sp.expand(e - c * w)
     if c == 1:  # w + rest >= 0 / == 0
-        return ("eq" if kind == "eq" else "lo", -rest)
+        return ("eq" if kind == "eq" else "lo", -rest, ())
     if c == -1:  # rest - w >= 0 / == 0
-        return ("eq" if kind == "eq" else "hi", rest)
-    if kind != "eq" and c.is_Integer:
+        return ("eq" if kind == "eq" else "hi", rest, ())
+    if kind == "eq" and c.is_Integer:
+        # c * w + rest == 0 with |c| > 1 (`if i == 0` summed over the residue class
+        # i = 2 * t + 1): w = -rest / c, where c divides rest; nowhere else.
+        m = abs(int(c))
+        quotient = _floor_div(rest if c < 0 else -rest, m, atoms)
+        return ("eq", quotient, (("eq", _residue(rest, m, atoms)),))
+    if c.is_Integer:
         # c * w + rest >= 0 with |c| > 1 (`if i >= 16 * j`, summed over j): a bound by
         # floor division, an atom over the other names (rest is free of w).
         if c > 0:  # w >= ceil(-rest / c) = -floor(rest / c)
-            return ("lo", -_floor_div(rest, int(c), atoms))
-        return ("hi", _floor_div(rest, int(-c), atoms))  # w <= floor(rest / -c)
+            return ("lo", -_floor_div(rest, int(c), atoms), ())
+        return ("hi", _floor_div(rest, int(-c), atoms), ())  # w <= floor(rest / -c)
     raise Unsupported(f"a condition with coefficient {c} on the loop index {w}")
 
 
@@ -169,6 +176,7 @@ def loop_sum(pieces, w: sp.Symbol, lo_part, hi_part, atoms: Atoms) -> tuple:
             if b is None:
                 free.append((kind, e))
             else:
+                free += b[2]
                 if b[0] in ("lo", "eq"):
                     lows.append(b[1])
                 if b[0] in ("hi", "eq"):

@@ -100,6 +100,24 @@ def test_counts_with_a_summed_index_under_floor_division_or_modulo_equal_unrolle
     assert _local_counts_agree(parse(text), 5) > 100
 
 
+# An equation on a summed index with a coefficient other than +-1: directly (`i == 2 * j`,
+# summed over j) or after the split by residue class (`j == 3` under `j % 2 == 1`,
+# where j = 2 * t + 1). Only where the coefficient divides the rest is there an instance
+# (the nested-`if` reproducer's counts had no closed form without this).
+_EQUATION_GUARDS = [
+    "engines A B\nparam N, M\nfor i in 0..N {\n  for j in 0..M {\n    if i == 2 * j {\n      A a writes x[j]\n"
+    "    }\n    B b reads x[i]\n  }\n}\nA c writes x[0]\n",
+    "engines A B\nparam N, M\nfor i in 0..N {\n  for j in 0..i + M {\n    if j % 2 == 1 {\n      if j == 3 {\n"
+    "        A a writes x[j]\n      }\n      B b reads x[j]\n    }\n    if 3 * j + 1 == i + M {\n      A c writes y\n"
+    "    }\n  }\n}\nB d reads x[0]\n",
+]
+
+
+@pytest.mark.parametrize("text", _EQUATION_GUARDS, ids=["coefficient", "under-residue"])
+def test_counts_under_an_equation_with_a_coefficient_equal_unrolled_counts(text):
+    assert _local_counts_agree(parse(text), 4) > 100
+
+
 def test_iters_counts_equal_unrolled_iteration_counts():
     program = parse(
         "engines A B\nparam N, M\nfor i in 0..N {\n  for j in i..M {\n    A a writes x[j]\n  }\n"
@@ -120,6 +138,18 @@ def test_threshold_output_is_proved_for_every_parameter_value(name):
     proof = prove(synced, ProofOptions(timeout=600))  # budgets are rlimits per query; time is a safety net
     assert proof.status == PROVED, proof.reason
     assert all(o.status == PROVED for o in proof.obligations)
+
+
+def test_a_straight_line_kernel_whose_waits_imply_others_through_long_chains_is_proved():
+    """24 straight-line ops over five engines (the reproducer that once ended in
+    MemoryError): the planner drops waits that a chain of three other ops' waits
+    implies, such as mm2's on ACT (DMA >= 5: dump1, which waited for stat1, which
+    waited for res1, which waited for gelu1) and ldw3's on PE (four instances back).
+    The proof follows such chains: it was unknown ("no witness found") while its chains
+    stopped at three instances and spent their places on paths that reach no cover."""
+    synced = get_strategy("threshold")(parse_file(DATA_DIR / "repro" / "straight_line_24_ops.sync")).program
+    proof = prove(synced, ProofOptions(jobs=2))
+    assert proof.status == PROVED, proof.reason
 
 
 def _bisimilar_within(program, hi: int) -> bool:
