@@ -26,6 +26,7 @@ from verify.proof.terms import last_candidates, witnesses
 MAX_HOPS = 4  # instances in a chain of "completed before" steps
 MAX_PATHS = 400  # chains per hop count
 TWO_HOP_WITNESSES = 8  # candidate indices per instance of a witnessed two-step chain
+LONG_WITNESSES = 4  # candidate indices per instance of a witnessed chain of three steps
 MAX_WITNESSED_CHAINS = 3_000
 
 
@@ -67,6 +68,39 @@ class Chains:
                         through = self._through(z2, k2, z1, k1, engine, lx, x, jx, waits_of_z1)
                         if through is not None:
                             out.append(z3.Not(z3.And(*first, *where, *through)))
+        return out
+
+    def _long_witnessed_chains(self, y: Site, iy: dict, x: Site | None, jx: dict | None, engine: str, lx,
+                               hops: int = 3) -> list:
+        """Chains y <- z1 <- ... <- z_hops of `hops` steps whose instances are candidate
+        indices (quantifier-free, as `_witnessed_chains`), through ops from which the
+        steps left reach a cover (`_chain_ends`): a wait implied through the waits of
+        three other ops, each instance named by the one after it (its own iteration,
+        the iterations before, index solutions)."""
+        out: list = []
+        ends = self._chain_ends(engine)
+        sites = list(self.terms.sites.values())
+        to_x = [(x, jx)] if x is not None else []
+
+        def grow(u: Site, iu: dict, facts: list, waits: dict, left: int) -> None:
+            for z in sites:
+                if z.op.name not in ends[left - 1] or not self._may_precede(z, u):
+                    continue
+                anchors = [(u, iu)] + (to_x if u is not y else [])
+                for kz in witnesses(self.terms, z, anchors, self.depth, LONG_WITNESSES):
+                    if len(out) >= MAX_WITNESSED_CHAINS:
+                        return
+                    where = self.domain(z, kz)
+                    if left == 1:
+                        through = self._through(z, kz, u, iu, engine, lx, x, jx, waits)
+                        if through is not None:
+                            out.append(z3.Not(z3.And(*facts, *where, *through)))
+                        continue
+                    issued = self._issued(z, kz, u, iu, waits)
+                    if issued is not None:
+                        grow(z, kz, facts + [*where, issued], {}, left - 1)
+
+        grow(y, iy, [], {}, hops)
         return out
 
     def _before(self, z: Site, kz: dict, u: Site, iu: dict, waits: dict | None = None):

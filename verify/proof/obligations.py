@@ -338,7 +338,8 @@ class Prover(Chains, Cases, Budgeted):
             return first
         stages = [lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=False),
                   lambda: self._chains(y, iy, engine, lx),
-                  lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=True)]
+                  lambda: self._witnessed_chains(y, iy, x, jx, engine, lx, two_hops=True),
+                  lambda: self._long_witnessed_chains(y, iy, x, jx, engine, lx)]
         return self._stages(name, base, first, stages)
 
     def _stages(self, name: Obligation, base: list, first: Obligation, stages) -> Obligation:

@@ -152,6 +152,17 @@ def test_a_straight_line_kernel_whose_waits_imply_others_through_long_chains_is_
     assert proof.status == PROVED, proof.reason
 
 
+def test_a_wait_implied_through_three_ops_of_a_loop_nest_is_proved():
+    """six_engines_chain's `st` reads what `mm` wrote an iteration before and waits on
+    POOL only: pl(i - 1) waited for dv(i - 1), which waited for act(i - 1, 0), which
+    waited for mm(i - 1, 0). With products of trip counts in the counts (`i * M`), the
+    quantified chains end unknown; a chain of three steps through candidate instances,
+    each named by the step after it, proves it (it was unknown after 206M units)."""
+    synced = parse_file(DATA_DIR / "sync_outputs" / "threshold_cases__six_engines_chain.sync.threshold.sync")
+    proof = prove(synced, ProofOptions(jobs=2))
+    assert proof.status == PROVED, proof.reason
+
+
 def _bisimilar_within(program, hi: int) -> bool:
     bounds = tuple((p.name, 0, hi) for p in program.params)
     return check(program, bounds, CheckOptions()).holds is True
