@@ -50,8 +50,8 @@ from algorithm.threshold.context import (  # noqa: F401
 from algorithm.threshold.cases import piecewise_cases
 from algorithm.threshold.counting import Unsupported
 from algorithm.threshold.thresholds import (  # noqa: F401
-    candidate_count, closed_iters, count_before_y, counted_form, later_producers_first, max_of, operators,
-    tidied, tidy_threshold,
+    candidate_count, closed_iters, count_before_y, counted_form, later_producers_first, max_of, never_before,
+    operators, tidied, tidy_threshold,
 )
 from semantics.printer import print_expr
 from semantics.simplify import simplify
@@ -222,13 +222,6 @@ def dominates(x: Site, y: Site, candidates) -> bool:
     depth = common_depth(x, y)
     return (static_order(x, y) == "before" and depth == len(x.trail) - 1 and bool(candidates)
             and candidates[0].depth == depth and candidates[0].condition == TRUE)
-
-
-def never_before(x: Site, y: Site) -> bool:
-    """x comes after y in their common body and no loop encloses both: every x-instance
-    follows every y-instance in program order."""
-    depth = common_depth(x, y)
-    return static_order(x, y) == "after" and not any(isinstance(s.stmt, For) for s in x.trail[:depth])
 
 
 def apply_plan(program: Program, entries) -> Program:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var
+from semantics.ir import BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var, index_exprs
 from algorithm.threshold.candidates import Candidate, conjoin
 from algorithm.threshold.context import Context, body_at, iters_facts, iters_vars
 from algorithm.threshold.counting import Facts, Unsupported, count_upto, full_count, loop_target
@@ -126,6 +126,40 @@ def _constant_distance_span(x: Site, y: Site, candidate: Candidate, env, names, 
     return simplify(BinOp("+", BinOp("+", after_x, between), head))
 
 
+def never_before(x: Site, y: Site) -> bool:
+    """x comes after y in their common body and no loop encloses both: every x-instance
+    follows every y-instance in program order."""
+    depth = common_depth(x, y)
+    return static_order(x, y) == "after" and not any(isinstance(s.stmt, For) for s in x.trail[:depth])
+
+
+def every_earlier_instance_conflicts(ctx: "Context", y: Site, targets: list[Site]) -> bool:
+    """Every F-instance before y conflicts with y, whatever the parameters and loop
+    indices: each op of F (`targets`) never precedes y, or one of its accesses and one
+    of y's, one writing, always touch a common element (a scalar, or equal constant
+    indices). Then the last conflicting F-instance before y is the last F-instance
+    before y, and y's exact threshold is `count(F)` itself (for a queue, in the
+    transfer view the planner plans: its transfers, algorithm/queues.py)."""
+    return all(never_before(x, y) or any(_always_meet(ax, ay) for ax, ay in ctx.conflicts(x.op, y.op))
+               for x in targets)
+
+
+def _always_meet(a, b) -> bool:
+    """Two accesses of one buffer touch a common element at every pair of instances."""
+    def bounds(index):
+        parts = [simplify(e) for e in index_exprs(index)]
+        if not all(isinstance(e, Const) for e in parts):
+            return None
+        lo = parts[0].value
+        return (lo, parts[1].value) if len(parts) == 2 else (lo, lo + 1)
+
+    for i, j in zip(a.indices, b.indices):
+        bi, bj = bounds(i), bounds(j)
+        if bi is None or bj is None or not (bi[0] < bj[1] and bj[0] < bi[1] and bi[0] < bi[1] and bj[0] < bj[1]):
+            return False
+    return a.buffer == b.buffer and len(a.indices) == len(b.indices)
+
+
 def counted_form(ctx: "Context", y: Site, engine: str, targets: list[Site], facts: Facts, threshold):
     """The threshold with each branch written against the engine-count register where
     that is less run-time arithmetic: a branch value t at y is `count(F) - (B - t)`, B the
@@ -133,12 +167,16 @@ def counted_form(ctx: "Context", y: Site, engine: str, targets: list[Site], fact
     definition), so the rewrite is an identity at every instance of y. Where t counts up
     to an instance a fixed distance back, B - t is a constant or a short affine term, and
     the branch becomes one subtraction from a register the engines keep as an induction
-    variable (docs/language.md, `count(F)`). None where no branch gets cheaper."""
+    variable (docs/language.md, `count(F)`). Where every earlier F-instance conflicts
+    with y (`every_earlier_instance_conflicts`), the exact threshold is `count(F)`
+    whatever its closed form: no term to compare. None where no branch gets cheaper."""
+    register = Count(engine)
+    if _cost(register)[1:] < _cost(threshold)[1:] and every_earlier_instance_conflicts(ctx, y, targets):
+        return register
     try:
         before = closed_iters(ctx, y, count_before_y(ctx, y, targets, facts))
     except Unsupported:
         return None
-    register = Count(engine)
     closed_loops = _closed_loop_counts(ctx, y, facts)
 
     def rewrite(node):
