@@ -78,30 +78,32 @@ class Chains:
         three other ops, each instance named by the one after it (its own iteration,
         the iterations before, index solutions)."""
         out: list = []
-        ends = self._chain_ends(engine)
-        sites = list(self.terms.sites.values())
-        to_x = [(x, jx)] if x is not None else []
-
-        def grow(u: Site, iu: dict, facts: list, waits: dict, left: int) -> None:
-            for z in sites:
-                if z.op.name not in ends[left - 1] or not self._may_precede(z, u):
-                    continue
-                anchors = [(u, iu)] + (to_x if u is not y else [])
-                for kz in witnesses(self.terms, z, anchors, self.depth, LONG_WITNESSES):
-                    if len(out) >= MAX_WITNESSED_CHAINS:
-                        return
-                    where = self.domain(z, kz)
-                    if left == 1:
-                        through = self._through(z, kz, u, iu, engine, lx, x, jx, waits)
-                        if through is not None:
-                            out.append(z3.Not(z3.And(*facts, *where, *through)))
-                        continue
-                    issued = self._issued(z, kz, u, iu, waits)
-                    if issued is not None:
-                        grow(z, kz, facts + [*where, issued], {}, left - 1)
-
-        grow(y, iy, [], {}, hops)
+        self._grow_chains(out, self._chain_ends(engine), y, y, iy, x, jx, engine, lx, [], {}, hops)
         return out
+
+    def _grow_chains(self, out: list, ends: list, y: Site, u: Site, iu: dict, x: Site | None, jx: dict | None,
+                     engine: str, lx, facts: list, waits: dict, left: int) -> None:
+        """`_long_witnessed_chains` from u's instance, `left` steps to go. (A method, not a
+        recursive closure: a closure that calls itself is a reference cycle, freed by the
+        cyclic collector at a time that depends on the process's history, and the Z3
+        terms it holds would then free their ids at that time too, which moves Z3's
+        search.)"""
+        for z in self.terms.sites.values():
+            if z.op.name not in ends[left - 1] or not self._may_precede(z, u):
+                continue
+            anchors = [(u, iu)] + ([(x, jx)] if x is not None and u is not y else [])
+            for kz in witnesses(self.terms, z, anchors, self.depth, LONG_WITNESSES):
+                if len(out) >= MAX_WITNESSED_CHAINS:
+                    return
+                where = self.domain(z, kz)
+                if left == 1:
+                    through = self._through(z, kz, u, iu, engine, lx, x, jx, waits)
+                    if through is not None:
+                        out.append(z3.Not(z3.And(*facts, *where, *through)))
+                    continue
+                issued = self._issued(z, kz, u, iu, waits)
+                if issued is not None:
+                    self._grow_chains(out, ends, y, z, kz, x, jx, engine, lx, facts + [*where, issued], {}, left - 1)
 
     def _before(self, z: Site, kz: dict, u: Site, iu: dict, waits: dict | None = None):
         """z's instance (a DMA op's transfer) has completed when u's may issue: in-order
