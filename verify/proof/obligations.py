@@ -119,6 +119,7 @@ class Prover(Chains, Cases, Budgeted):
         self.hit: Budget | None = None  # the last budget that ended a query (Budgeted.note_unknown)
         self.dumped = 0  # queries written by dump_smt (it sat after a return: --dump-smt crashed)
         self.dump_prefix = dump_prefix
+        self.failing: dict[tuple, bool] = {}  # valuation -> the program fails there (`fails_at`)
 
     def report(self, text: str, seconds: float) -> None:
         """A query's progress line: its text and how long it took (a proof worker sends
@@ -344,11 +345,13 @@ class Prover(Chains, Cases, Budgeted):
 
     def _stages(self, name: Obligation, base: list, first: Obligation, stages) -> Obligation:
         """Run `base` plus each stage's extra facts until one proves it. A failed
-        query's model is kept for the driver even when a later stage ends unknown."""
+        query's model is kept for the driver even when a later stage ends unknown; where
+        the program really fails at that model's valuation (`fails_at`), no chain can
+        cover the failure and the later stages are not asked."""
         failed = first if first.status == FAILED else None
         last = first
         for stage in stages:
-            if last.status == PROVED:
+            if last.status == PROVED or (failed is not None and self.fails_at(failed.model)):
                 break
             extra = stage()
             if not extra:
@@ -359,6 +362,26 @@ class Prover(Chains, Cases, Budgeted):
         if last.status != PROVED and failed is not None:
             return failed
         return last
+
+    def fails_at(self, model: dict | None) -> bool:
+        """Whether the program breaks the proof's property at a failed query's valuation,
+        every parameter capped at 4 as the driver's first try is (prove.py), so that the
+        driver finds the same failure; decided by the happens-before engine where it
+        applies (verify/engines/select.py), within `max_states`."""
+        if not model:
+            return False
+        from verify.engines.select import check
+        from verify.verdicts import CheckOptions
+
+        lower = domain_lower(self.program, self.options)
+        valuation = tuple((k, max(lower.get(k, 0), min(v, 4))) for k, v in model.items())
+        if valuation not in self.failing:
+            values = dict(valuation)
+            bounds = tuple((p.name, values.get(p.name, 0), values.get(p.name, 0)) for p in self.program.params)
+            result = check(self.program, bounds, CheckOptions(property=self.options.property,
+                                                               max_states=self.options.max_states))
+            self.failing[valuation] = result.holds is False
+        return self.failing[valuation]
 
     def live(self, y: Site, wait) -> Obligation:
         """The wait asks only for instances of its engine that precede y in program
