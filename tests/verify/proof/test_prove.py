@@ -101,15 +101,14 @@ def test_counts_with_a_summed_index_under_floor_division_or_modulo_equal_unrolle
 
 
 # An equation on a summed index with a coefficient other than +-1: directly (`i == 2 * j`,
-# summed over j) or after the split by residue class (`j == 3` under `j % 2 == 1`,
-# where j = 2 * t + 1). Only where the coefficient divides the rest is there an instance
+# summed over j) or after the split by residue class (`j == i` under `j % 2 == 1`,
+# where j = 2 * t + 1: an instance only for odd i). Only where the coefficient divides the rest is there an instance
 # (the nested-`if` reproducer's counts had no closed form without this).
 _EQUATION_GUARDS = [
     "engines A B\nparam N, M\nfor i in 0..N {\n  for j in 0..M {\n    if i == 2 * j {\n      A a writes x[j]\n"
     "    }\n    B b reads x[i]\n  }\n}\nA c writes x[0]\n",
-    "engines A B\nparam N, M\nfor i in 0..N {\n  for j in 0..i + M {\n    if j % 2 == 1 {\n      if j == 3 {\n"
-    "        A a writes x[j]\n      }\n      B b reads x[j]\n    }\n    if 3 * j + 1 == i + M {\n      A c writes y\n"
-    "    }\n  }\n}\nB d reads x[0]\n",
+    "engines A B\nparam N, M\nfor i in 0..N {\n  for j in 0..i + M {\n    if j % 2 == 1 {\n      if j == i {\n"
+    "        A a writes x[j]\n      }\n      B b reads x[j]\n    }\n  }\n}\nB d reads x[0]\n",
 ]
 
 
