@@ -29,8 +29,8 @@ def _bisimilar(program, source) -> bool:
 
 def test_a_scalar_every_earlier_writer_touches_is_waited_for_with_the_count_register():
     """else_of_disjunction: every PE op before `r` writes the scalar `r` reads, and every
-    LD op before `w` reads what `w` writes. Both waits are the registers; the planner's
-    closed forms for them were 115 operations of arithmetic."""
+    LD op before `w` reads what `w` writes. Both waits are the registers (the closed
+    form of the first has 115 operations of arithmetic)."""
     source = parse_file(DATA_DIR / "threshold_cases" / "else_of_disjunction.sync")
     synced = get_strategy("threshold")(source).program
     waits = _waits(synced)

@@ -220,8 +220,8 @@ class Chains:
     def _chain_ends(self, engine: str) -> list[set]:
         """ends[h]: the ops from which a path of at most h more steps reaches an op that
         may cover `engine` (`_may_cover`, `_may_precede`: static, no terms). Paths
-        through other ops give no fact, and only took places among the MAX_PATHS kept
-        (a 24-op straight-line kernel's three-step chain was cut so)."""
+        through other ops give no fact and would take places among the MAX_PATHS kept
+        (in straight-line code they outnumber the paths that reach a cover)."""
         sites = list(self.terms.sites.values())
         ends = [{z.op.name for z in sites if self._may_cover(z, engine)}]
         for _ in range(MAX_HOPS):

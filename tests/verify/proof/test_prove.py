@@ -144,8 +144,7 @@ def test_a_straight_line_kernel_whose_waits_imply_others_through_long_chains_is_
     MemoryError): the planner drops waits that a chain of three other ops' waits
     implies, such as mm2's on ACT (DMA >= 5: dump1, which waited for stat1, which
     waited for res1, which waited for gelu1) and ldw3's on PE (four instances back).
-    The proof follows such chains: it was unknown ("no witness found") while its chains
-    stopped at three instances and spent their places on paths that reach no cover."""
+    The proof's chains reach four instances, through ops that can lead to a cover."""
     synced = get_strategy("threshold")(parse_file(DATA_DIR / "repro" / "straight_line_24_ops.sync")).program
     proof = prove(synced, ProofOptions(jobs=2))
     assert proof.status == PROVED, proof.reason
@@ -156,7 +155,7 @@ def test_a_wait_implied_through_three_ops_of_a_loop_nest_is_proved():
     POOL only: pl(i - 1) waited for dv(i - 1), which waited for act(i - 1, 0), which
     waited for mm(i - 1, 0). With products of trip counts in the counts (`i * M`), the
     quantified chains end unknown; a chain of three steps through candidate instances,
-    each named by the step after it, proves it (it was unknown after 206M units)."""
+    each named by the step after it, proves it."""
     synced = parse_file(DATA_DIR / "sync_outputs" / "threshold_cases__six_engines_chain.sync.threshold.sync")
     proof = prove(synced, ProofOptions(jobs=2))
     assert proof.status == PROVED, proof.reason
