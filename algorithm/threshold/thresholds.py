@@ -9,7 +9,9 @@ from __future__ import annotations
 
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var, index_exprs
+from semantics.ir import (
+    BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Not, Var, index_exprs, map_expr,
+)
 from algorithm.threshold.candidates import Candidate, conjoin
 from algorithm.threshold.context import Context, body_at, iters_facts, iters_vars
 from algorithm.threshold.counting import Facts, Unsupported, count_upto, full_count, loop_target
@@ -322,10 +324,20 @@ def _at_most_0(t):
 
 
 def _push_into_branches(t):
-    """rest + (if c then a else b)  =>  if c then rest + a else rest + b."""
+    """rest + (if c then a else b)  =>  if c then rest + a else rest + b. A linear form
+    with fractions (an exact division, `(5 * h - h * h - 2) // 2`, h an `if`) is an
+    integer as a whole but its parts need not be, and a part written alone would be
+    floored: there the `if` is replaced in the whole threshold, in each branch."""
     from semantics.simplify import expr as lin_expr, linear
 
     lin = linear(t)
+    if any(type(c) is not int for c in lin.values()):
+        ites = {a for k in lin if k is not None for a in k if isinstance(a, IfExpr)}
+        if len(ites) != 1:
+            return t
+        (ite,) = ites
+        return IfExpr(ite.cond, *(simplify(map_expr(t, lambda n, by=by: by if n == ite else n))
+                                  for by in (ite.then, ite.else_)))
     branches = [(k, c) for k, c in lin.items() if k is not None and len(k) == 1 and isinstance(k[0], IfExpr)]
     if len(branches) != 1 or len(lin) == 1 and abs(branches[0][1]) == 1:
         return t
