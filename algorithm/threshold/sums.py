@@ -10,7 +10,8 @@ residue, `min`/`max` at the point where their sides cross. Anything else raises
 
 from __future__ import annotations
 
-
+import math
+from fractions import Fraction
 
 from semantics.ir import (
     And, BinOp, Compare, Const, IfExpr, Max, Min, Neg, Not, Or, Var,
@@ -283,10 +284,29 @@ def _sum_under(summand, conds: list, w: str, lo, hi, facts: Facts, depth: int = 
         return split
 
 
+def _integral(lin: dict) -> tuple[dict, int]:
+    """A linear form scaled to integer coefficients, and the scale: a form with
+    fractions (an exact division such as `j * (j - 1) // 2`) is an integer as a whole,
+    not term by term, so it is summed as D times itself and divided by D once at the
+    end (exact: the sum of integers times D), never written part by part (each part
+    would be floored)."""
+    scale = 1
+    for c in lin.values():
+        if type(c) is not int:
+            scale = math.lcm(scale, Fraction(c).denominator)
+    return ({k: int(c * scale) for k, c in lin.items()} if scale > 1 else lin), scale
+
+
 def _sum_under_polynomial(summand, conds: list, w: str, lo, hi, facts: Facts):
+    lin, scale = _integral(linear(summand))
+    if scale > 1:
+        from semantics.simplify import expr as lin_expr
+
+        inner = _sum_under_polynomial(lin_expr(lin), conds, w, lo, hi, facts)
+        return simplify(BinOp("//", inner, Const(scale)))
     poly: dict = {}
     total = Const(0)
-    for mono, coef in linear(summand).items():
+    for mono, coef in lin.items():
         atoms = mono or ()
         branches = [a for a in atoms if isinstance(a, IfExpr) and mentions(a, w)]
         others = [a for a in atoms if a not in branches]
@@ -363,8 +383,13 @@ def guarded_sum(conds: list, poly, w: str, lo, hi, facts: Facts):
 
 def _power_sum(poly, w: str, lo, hi, facts: Facts):
     """Sum of a polynomial of degree <= 2 in w for w in [lo, hi) (0 when empty)."""
+    lin, scale = _integral(linear(poly))
+    if scale > 1:
+        from semantics.simplify import expr as lin_expr
+
+        return simplify(BinOp("//", _power_sum(lin_expr(lin), w, lo, hi, facts), Const(scale)))
     by_degree: dict[int, dict] = {}
-    for mono, coef in linear(poly).items():
+    for mono, coef in lin.items():
         atoms = mono or ()
         degree = sum(1 for a in atoms if a == Var(w))
         rest = tuple(a for a in atoms if a != Var(w))
