@@ -411,6 +411,14 @@ def map_expr(node, fn):
     return fn(with_children(node, tuple(mapped)) if children else node)
 
 
+def as_read(node):
+    """The expression as the parser reads it back once printed: a negative constant
+    prints as `-v` and reads as the negation of v (`Neg(Const(v))`), so a program built
+    with `Const(-v)` would not re-parse to itself."""
+    return map_expr(node, lambda n: Neg(Const(-n.value, loc=n.loc), loc=n.loc)
+                    if isinstance(n, Const) and n.value < 0 else n)
+
+
 def ops(program: Program) -> list[Op]:
     """All ops of the program in source order."""
     return [s for s in walk_stmts(program.body) if isinstance(s, Op)]

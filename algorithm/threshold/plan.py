@@ -38,7 +38,7 @@ from __future__ import annotations
 import attrs
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import Compare, Const, For, If, IfExpr, Program, Wait, map_ops
+from semantics.ir import Compare, Const, For, If, IfExpr, Program, Wait, as_read, map_ops
 from semantics.symbolic import conflicting_pairs
 # candidates_of, prove_candidates and site_facts are looked up here at call time (tests
 # and bench/sync_bench.py replace them on this module); the rest is re-exported for the
@@ -228,7 +228,8 @@ def apply_plan(program: Program, entries) -> Program:
     """The program with each op's waits replaced by the plan's and no barriers."""
     waits: dict[str, list[Wait]] = {}
     for entry in entries:
-        waits.setdefault(entry.op, []).append(Wait(entry.engine, entry.threshold))
+        threshold = entry.threshold if entry.threshold is None else as_read(entry.threshold)
+        waits.setdefault(entry.op, []).append(Wait(entry.engine, threshold))
     body = map_ops(program.body, lambda op: attrs.evolve(op, waits=tuple(waits.get(op.name, ()))))
     return attrs.evolve(program, body=_drop_barriers(body))
 

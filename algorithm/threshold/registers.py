@@ -30,7 +30,8 @@ from __future__ import annotations
 import attrs
 
 from semantics.ir import (
-    BinOp, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Op, Program, Register, Var, expr_children, walk_expr, walk_stmts,
+    BinOp, Const, Count, For, If, IfExpr, Iters, Max, Min, Neg, Op, Program, Register, Var, as_read, expr_children,
+    walk_expr, walk_stmts,
     with_children,
 )
 from semantics.registers import register_ops
@@ -205,7 +206,7 @@ class _Rewriter:
         loop_id, key = id(loops[-1].node), (init, step)
         reg = self.made.setdefault(loop_id, {}).get(key)
         if reg is None:
-            reg = Register(self.fresh(), init, step)
+            reg = Register(self.fresh(), as_read(init), None if step is None else as_read(step))
             self.made[loop_id][key] = reg
             self.log.append((loop_id, key, reg))
             self.owner[reg.name] = len(loops) - 1
