@@ -22,8 +22,8 @@ def pagedDecodeAttention : Program :=
       .op { engine := "DVE", name := "reset", writes := [⟨"m_run", []⟩, ⟨"l_run", []⟩, ⟨"o_acc", []⟩], lat := .const 64 },
       .loop "b" (.const 0) (.var "NB")
         (block [
-          .op { engine := "DMA1", name := "gat_k", reads := [⟨"tab", []⟩], writes := [⟨"kb", [.elem (.fmod (.var "b") (.const 2))]⟩], lat := .const 1864, waits := [⟨"DMA0", .const 2⟩, ⟨"PE", .add (.const (-3)) (.mul (.const 2) (.var "b"))⟩] },
-          .op { engine := "DMA1", name := "gat_v", reads := [⟨"tab", []⟩], writes := [⟨"vb", [.elem (.fmod (.var "b") (.const 2))]⟩], lat := .const 1864, waits := [⟨"PE", .add (.const (-2)) (.mul (.const 2) (.var "b"))⟩] },
+          .op { engine := "DMA1", name := "gat_k", reads := [⟨"tab", []⟩], writes := [⟨"kb", [.elem (.fmod (.var "b") (.const 2))]⟩], lat := .const 1864, waits := [⟨"DMA0", .const 2⟩, ⟨"PE", .add (.neg (.const 3)) (.mul (.const 2) (.var "b"))⟩] },
+          .op { engine := "DMA1", name := "gat_v", reads := [⟨"tab", []⟩], writes := [⟨"vb", [.elem (.fmod (.var "b") (.const 2))]⟩], lat := .const 1864, waits := [⟨"PE", .add (.neg (.const 2)) (.mul (.const 2) (.var "b"))⟩] },
           .op { engine := "PE", name := "score", reads := [⟨"q", []⟩, ⟨"kb", [.elem (.fmod (.var "b") (.const 2))]⟩], writes := [⟨"s_ps", []⟩], lat := .const 64, waits := [⟨"DMA1", .add (.const 1) (.mul (.const 2) (.var "b"))⟩] },
           .op { engine := "ACT", name := "soft", reads := [⟨"s_ps", []⟩, ⟨"m_run", []⟩, ⟨"l_run", []⟩], writes := [⟨"p", []⟩, ⟨"alpha", []⟩, ⟨"m_run", []⟩, ⟨"l_run", []⟩], lat := .const 96, waits := [⟨"PE", .add (.const 1) (.mul (.const 2) (.var "b"))⟩, ⟨"DVE", .add (.var "b") (.const 1)⟩] },
           .op { engine := "PE", name := "pv", reads := [⟨"p", []⟩, ⟨"vb", [.elem (.fmod (.var "b") (.const 2))]⟩], writes := [⟨"o_ps", []⟩], lat := .const 64, waits := [⟨"DMA1", .add (.const 2) (.mul (.const 2) (.var "b"))⟩, ⟨"ACT", .add (.var "b") (.const 1)⟩] },
