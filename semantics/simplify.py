@@ -296,12 +296,9 @@ def _mono_expr(mono: tuple):
 def expr(lin: Lin):
     """An expression for a polynomial: positive terms first, the constant last;
     fractional coefficients become one exact division at the end."""
-    denominators = [Fraction(c).denominator for c in lin.values()]
-    scale = 1
-    for d in denominators:
-        scale = scale * d // _gcd(scale, d)
+    scaled, scale = integral(lin)
     if scale != 1:
-        return BinOp("//", expr({k: int(c * scale) for k, c in lin.items()}), Const(scale))
+        return BinOp("//", expr(scaled), Const(scale))
     lin = {k: int(c) for k, c in lin.items()}
     terms = sorted(((k, c) for k, c in lin.items() if k is not None and c != 0),
                    key=lambda kc: (kc[1] < 0, _mono_key(kc[0])))
@@ -321,6 +318,18 @@ def expr(lin: Lin):
     if constant < 0:
         return BinOp("-", result, Const(-constant))
     return result
+
+
+def integral(lin: Lin) -> tuple[Lin, int]:
+    """A linear form scaled to integer coefficients, and the scale (the least common
+    denominator; 1 when every coefficient is whole). A form with fractions is an
+    integer as a whole, not term by term: written once over the scale, never part by
+    part (each part would be floored)."""
+    scale = 1
+    for c in lin.values():
+        d = Fraction(c).denominator
+        scale = scale * d // _gcd(scale, d)
+    return ({k: int(c * scale) for k, c in lin.items()} if scale != 1 else lin), scale
 
 
 def _gcd(a: int, b: int) -> int:

@@ -10,13 +10,10 @@ residue, `min`/`max` at the point where their sides cross. Anything else raises
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 from semantics.ir import (
     And, BinOp, Compare, Const, IfExpr, Max, Min, Neg, Not, Or, Var,
 )
-from semantics.simplify import cond as simplify_cond, linear, simplify
+from semantics.simplify import cond as simplify_cond, integral, linear, simplify
 from algorithm.threshold.facts import Facts, Unsupported, mentions, nonneg_diff, refine, subst, tidy
 
 # ------------------------------------------------------------ guard counting
@@ -284,21 +281,8 @@ def _sum_under(summand, conds: list, w: str, lo, hi, facts: Facts, depth: int = 
         return split
 
 
-def _integral(lin: dict) -> tuple[dict, int]:
-    """A linear form scaled to integer coefficients, and the scale: a form with
-    fractions (an exact division such as `j * (j - 1) // 2`) is an integer as a whole,
-    not term by term, so it is summed as D times itself and divided by D once at the
-    end (exact: the sum of integers times D), never written part by part (each part
-    would be floored)."""
-    scale = 1
-    for c in lin.values():
-        if type(c) is not int:
-            scale = math.lcm(scale, Fraction(c).denominator)
-    return ({k: int(c * scale) for k, c in lin.items()} if scale > 1 else lin), scale
-
-
 def _sum_under_polynomial(summand, conds: list, w: str, lo, hi, facts: Facts):
-    lin, scale = _integral(linear(summand))
+    lin, scale = integral(linear(summand))
     if scale > 1:
         from semantics.simplify import expr as lin_expr
 
@@ -383,7 +367,7 @@ def guarded_sum(conds: list, poly, w: str, lo, hi, facts: Facts):
 
 def _power_sum(poly, w: str, lo, hi, facts: Facts):
     """Sum of a polynomial of degree <= 2 in w for w in [lo, hi) (0 when empty)."""
-    lin, scale = _integral(linear(poly))
+    lin, scale = integral(linear(poly))
     if scale > 1:
         from semantics.simplify import expr as lin_expr
 
