@@ -18,8 +18,8 @@ its own row; peak memory of that process):
   --large at 100,000 ops (< 20 s, < 1 GiB), under `threshold` and under `barrier`;
 - 400 straight-line ops over 200 parameters, each reading a parameter-indexed element and
   writing its own (bench/generate.py many_params_kernel): no dependence, < 1 s.
-Which stage planned each is printed beside it (closed: by arithmetic; by statement;
-general: with Z3).
+Which stage planned each is printed beside it (closed: flat programs by arithmetic; nest:
+rectangular loop nests by arithmetic; by statement; general: with Z3).
 """
 
 from __future__ import annotations
@@ -53,18 +53,21 @@ for spec in {specs!r}:
     result = get_strategy(strategy or "threshold")(program)
     cpu = time.process_time() - cpu
     stats = result.stats
-    stage = "barrier layout" if strategy else "closed" if stats.slices is None and not stats.conservative and stats.fallback is None and {closed}(program) else (
-        "by statement" if stats.slices else "general")
+    plain = stats.slices is None and not stats.conservative and stats.fallback is None
+    stage = "barrier layout" if strategy else "closed" if plain and {closed}(program) else (
+        "nest" if plain and {nest}(program) else "by statement" if stats.slices else "general")
     rows.append({{"what": spec, "cpu": round(cpu, 3), "waits": stats.waits, "stage": stage}})
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({{"rows": rows, "peak_mib": round(peak, 1), "loading": round(loading, 3)}}))
 """
 
 _IS_FLAT = "(lambda p: __import__('algorithm.threshold.closed', fromlist=['x']).sync_closed(p) is not None)"
+_IS_NEST = ("(lambda p: __import__('algorithm.threshold.nest', fromlist=['x']).sync_nest(p, "
+            "__import__('algorithm.threshold.options', fromlist=['x']).PlannerOptions()) is not None)")
 
 
 def measure(specs: list[str]) -> dict:
-    code = _CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), specs=specs, closed=_IS_FLAT)
+    code = _CHILD.format(root=str(ROOT), bench=str(ROOT / "bench"), specs=specs, closed=_IS_FLAT, nest=_IS_NEST)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -87,7 +90,7 @@ def main() -> int:
     report["loading_s"] = max(r["loading"] for r in runs)
     report["kernels"] = {"count": len(suite["rows"]), "under_0.1_s": len(fast), "peak_mib": suite["peak_mib"],
                          "over_200_mib": [r["what"] for r in suite["rows"] if r["peak_mib"] >= 200],
-                         "by_stage": {s: sum(r["stage"] == s for r in suite["rows"]) for s in ("closed", "by statement", "general")},
+                         "by_stage": {s: sum(r["stage"] == s for r in suite["rows"]) for s in ("closed", "nest", "by statement", "general")},
                          "slowest": sorted(suite["rows"], key=lambda r: -r["cpu"])[:8]}
     goals = []
     for name in ("threshold_slow_nested_ifs", "gemm_psum_if", "straight_line_24_ops", "barrier_slow_mod_k"):

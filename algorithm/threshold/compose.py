@@ -286,7 +286,7 @@ class _Shapes:
         statements with the slice's numbering; waits dropped, latencies 1 (the planner
         reads neither)."""
         # The stand-ins' parameters come first: the redundancy pass's concrete runs
-        # (irredundant._shown_necessary) take the first 64 valuations in lexicographic
+        # (irredundant.shown_necessary) take the first 64 valuations in lexicographic
         # order, and with the program's parameters first those all had N = 0, where no
         # wait is needed, so every wait went to a Z3 proof. Their default 0 adds the
         # program's defaults to those runs.

@@ -151,7 +151,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
     # keeping the disjunct terms alive changed flash_attention_causal's Z3 work).
     chains = ChainSteps(sources)
     kept = {(e.op, e.engine) for e in plan.entries}
-    necessary = _shown_necessary(program, plan.entries, ctx.options)
+    necessary = shown_necessary(program, plan.entries, ctx.options)
     pinned: set = set()
     dropped = 0
     for n, (y_name, y_entries) in enumerate(by_op.items()):
@@ -173,7 +173,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
     return [e for e in plan.entries if (e.op, e.engine) in kept], dropped
 
 
-def _shown_necessary(program: Program, entries, options) -> set:
+def shown_necessary(program: Program, entries, options) -> set:
     """(op, engine) waits that some small concrete valuation shows are needed: an
     instance whose requirement on the engine no other wait or in-order predecessor
     implies (happens-before vectors, computed in program order). A cheap refutation

@@ -6,6 +6,8 @@ are tried in the order the options name them (options.py):
 
 - `closed`: a flat program (one loop of ops, linear-plus-periodic indices) planned by
   arithmetic, checked by a concrete run, with no solver (closed.py, concrete.py);
+- `nest`: a program of rectangular loop nests planned by arithmetic (nest.py), taken
+  when a concrete run shows every one of its waits needed (else the later stages plan it);
 - `by statement`: a program of repeated top-level statement shapes, each shape planned
   once and the waits that cross statements composed (compose.py);
 - `general`: every program: the rule of plan.py, with Z3 deciding the case analyses the
@@ -36,6 +38,17 @@ def closed_stage(program: Program, options: PlannerOptions, stats):
         return None
     entries, pairs, dropped = closed
     return _result(apply_plan(program, entries), stats, dependence_pairs=pairs, dropped_redundant=dropped,
+                   conservative=0, notes=())
+
+
+def nest_stage(program: Program, options: PlannerOptions, stats):
+    from algorithm.threshold.nest import sync_nest
+
+    planned = sync_nest(program, options)
+    if planned is None:
+        return None
+    entries, pairs = planned
+    return _result(apply_plan(program, entries), stats, dependence_pairs=pairs, dropped_redundant=0,
                    conservative=0, notes=())
 
 
@@ -94,7 +107,8 @@ class Uncounted(Unsupported):
         self.ops = ops
 
 
-STAGES: dict[str, Callable] = {"closed": closed_stage, "by statement": statement_stage, "general": general_stage}
+STAGES: dict[str, Callable] = {"closed": closed_stage, "nest": nest_stage, "by statement": statement_stage,
+                               "general": general_stage}
 
 # Cancellation and progress: `plan` calls `checkpoint[0](where)` before each stage (and
 # plan.py before each op of the general stage, algorithm/barrier.py before each region of

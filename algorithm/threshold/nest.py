@@ -1,0 +1,568 @@
+"""Rectangular nests: the thresholds of a program of loop nests by arithmetic, no solver.
+
+Class (`check_nest`): no `if`, DMA queue, peer clause or replica (barriers are dropped, as
+every threshold output drops them); each loop `for v in LO..HI` has a constant LO and an
+HI over parameters only, at least LO for every valid valuation (so a loop runs HI - LO
+times wherever it is reached: the nest is rectangular); each access index is a point index
+built from at most one loop variable of the op's loops and constants, linear plus periodic
+in it (flat.Index), with no parameter.
+
+Rule (plan.py's): y at iteration w waits `F >= T`, T the number of F-instances up to and
+including the last one that conflicts with y. With B the F-instances strictly between
+that instance and y, T = count(F) - B. The candidates for the last conflicting instance of
+a producer x, latest first:
+- x in the same iterations of all loops common to x and y, when x precedes y in their
+  innermost body; then
+- for j from the innermost common loop out: x in an earlier iteration u_j < w_j of common
+  loop j and the same iterations of the loops around it.
+Every other loop index of the candidate (x's own loops, the common loops inside j) is free
+in its range, and each index equation constrains one of them alone: a congruence `u % p ==
+r` (periodic indices of equal shape) or an equation `u == e` (an index of slope +-1). In a
+rectangular nest the instances in program order are ordered lexicographically by their
+loop indices, so the latest instance takes the largest allowed value of each free index in
+turn: `ub - (ub - r) % p`, `e`, or the range's end. The candidate exists when each value
+lies in its range and the equations that involve no free index hold. Its B is
+(w_j - u_j) * N + (F-instances of the loop's body before y) - (those before x) - 1, each
+count a polynomial of the indices and parameters (N: the F-instances of one iteration).
+A candidate nearer y in the list is later in program order, whichever producer it is of;
+producers whose candidates tie at one level are ordered by their B where `bounds` decides
+it, else the program is left to the general stage.
+
+Where a candidate does not exist, the next one is tried. Consecutive candidates whose
+counts agree where the earlier one is missing (`v >= LO + 1` fails: v = LO) merge, and a
+last candidate whose count is <= 0 where none exists needs no `else 0`. Each threshold is
+written in the cheapest of three equal forms: over the loop indices and parameters,
+against `iters`, or against `count(F)`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from semantics.context import Site, common_depth, sites, static_order
+from semantics.errors import Unsupported
+from semantics.ir import And, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Not, Or, Program, Range, Var, walk_expr
+from semantics.simplify import cond as simplify_cond, simplify
+from semantics.symbolic import conflicting_pairs
+from algorithm.threshold.bounds import decide, inequalities_of
+from algorithm.threshold.facts import domain_conds, param_bounds, subst
+from algorithm.threshold.flat import Index, _least_bound as least_bound, check_index
+from algorithm.threshold.thresholds import operators
+
+TRUE = Compare("==", Const(0), Const(0))
+FALSE = Compare("==", Const(0), Const(1))
+
+
+class NotNest(Unsupported):
+    """The program leaves the class of rectangular nests (the later stages take it)."""
+
+
+def _sub(a, b):
+    return simplify(BinOp("-", a, b))
+
+
+def _add(a, b):
+    return simplify(BinOp("+", a, b))
+
+
+def _mul(a, b):
+    return simplify(BinOp("*", a, b))
+
+
+def _and(*conds):
+    out = TRUE
+    for c in conds:
+        out = c if out == TRUE else And(out, c)
+    return simplify_cond(out)
+
+
+def check_nest(program: Program) -> dict[str, Site]:
+    """The program's sites when it is a rectangular nest (module docstring), else NotNest."""
+    if program.queues:
+        raise NotNest("DMA queues")
+    params = {p.name for p in program.params}
+    lowers = {p.name: p.lower for p in program.params}
+    found = sites(program)
+
+    def visit(body):
+        for stmt in body:
+            if isinstance(stmt, If):
+                raise NotNest("an if")
+            if isinstance(stmt, For):
+                if not isinstance(simplify(stmt.lo), Const):
+                    raise NotNest("a loop lower bound that is not a constant")
+                names = {n.name for n in walk_expr(stmt.hi) if isinstance(n, Var)}
+                if not names <= params or any(isinstance(n, (Iters, Count)) for n in walk_expr(stmt.hi)):
+                    raise NotNest("a loop upper bound over more than parameters")
+                least = least_bound(program, stmt.hi) if names else simplify(stmt.hi).value
+                if least is None or least < simplify(stmt.lo).value:
+                    raise NotNest("a loop that may have an upper bound below its lower bound")
+                visit(stmt.body)
+
+    visit(program.body)
+    del visit
+    for site in found.values():
+        op = site.op
+        if op.replica is not None or op.syncs or op.queue is not None:
+            raise NotNest("peer clauses, queues or replicas")
+        loop_vars = {l.var for l in site.loops}
+        for access in (*op.reads, *op.writes):
+            for index in access.indices:
+                if isinstance(index, Range):
+                    raise NotNest("a range index")
+                names = {n.name for n in walk_expr(index) if isinstance(n, Var)}
+                if len(names) > 1 or not names <= loop_vars:
+                    raise NotNest("an index over parameters or more than one loop variable")
+                check_index(index, next(iter(names), None), frozenset())
+    del lowers
+    return found
+
+
+@attrs.frozen
+class Candidate:
+    key: tuple  # program order between candidates of one consumer: larger is later
+    condition: object  # over y's loop indices and the parameters
+    gap: object  # B: the F-instances strictly between the instance and y
+    pins: tuple  # (var, value) that hold where the condition fails (and the earlier ones do)
+    op: str
+
+
+class Nest:
+    """The counts of one program (rectangular: every loop runs HI - LO times)."""
+
+    def __init__(self, program: Program, found: dict[str, Site], conflicts=conflicting_pairs):
+        self.program, self.sites, self.conflicts = program, found, conflicts
+        self._n: dict = {}
+        self._index: dict = {}
+        self.params = param_bounds(program.params)
+
+    # ------------------------------------------------------------ counts
+
+    def instances(self, stmts, engine: str):
+        """F-instances of one execution of the statements (a polynomial of parameters)."""
+        key = (id(stmts), engine)
+        if key not in self._n:
+            total = Const(0)
+            for stmt in stmts:
+                if isinstance(stmt, For):
+                    total = _add(total, _mul(_sub(stmt.hi, stmt.lo), self.instances(stmt.body, engine)))
+                elif not isinstance(stmt, For) and getattr(stmt, "engine", None) == engine:
+                    total = _add(total, Const(1))
+            self._n[key] = (stmts, total)
+        return self._n[key][1]
+
+    def before(self, stmts, steps, env: dict, engine: str):
+        """F-instances of the statements' execution before the point `steps` leads to,
+        with each loop index on the way at its value in `env`."""
+        step, rest = steps[0], steps[1:]
+        total = self.instances(stmts[:step.index], engine)
+        if isinstance(step.stmt, For):
+            loop = step.stmt
+            done = _mul(_sub(env[loop.var], loop.lo), self.instances(loop.body, engine))
+            total = _add(total, _add(done, self.before(loop.body, rest, env, engine)))
+        return total
+
+    def iters_count(self, y: Site, engine: str):
+        """The F-instances before y, against the tracked iteration counts."""
+        total = Const(0)
+        enclosing = {id(l) for l in y.loops}
+        for x in self.sites.values():
+            if x.op.engine != engine:
+                continue
+            if not x.loops:
+                total = _add(total, Const(1 if static_order(x, y) == "before" else 0))
+                continue
+            loop = x.loops[-1]
+            term = Iters(loop.var)
+            if id(loop) in enclosing and static_order(x, y) != "before":
+                term = BinOp("-", term, Const(1))
+            total = _add(total, term)
+        return total
+
+    # ------------------------------------------------------------ candidates
+
+    def _witnessed(self, y: Site, loop, constraint, exists, to_end: bool) -> bool:
+        """Whether an existence condition holds wherever y runs: the free index is
+        bounded by its loop's end and y's own index of an equal loop range satisfies its
+        congruence, or bounds decide it."""
+        if constraint is not None and constraint[0] == "mod" and isinstance(constraint[1], Var):
+            mine = next((l for l in y.loops if l.var == constraint[1].name), None)
+            if to_end and mine is not None and simplify(mine.lo) == simplify(loop.lo) \
+                    and simplify(mine.hi) == simplify(loop.hi) and exists.op == ">=":
+                return True
+        return proves([*self.params, *domain_conds(y)], exists)
+
+    def index(self, expr, var):
+        key = (expr, var)
+        if key not in self._index:
+            self._index[key] = Index(expr, var)
+        return self._index[key]
+
+    def candidates(self, x: Site, y: Site, pair, engine: str) -> list[Candidate]:
+        depth = common_depth(x, y)
+        common = x.trail[:depth]
+        levels = []
+        if static_order(x, y) == "before":
+            levels.append(None)  # the same iterations of every common loop
+        levels += list(reversed(range(depth)))
+        out = []
+        for j in levels:
+            found = self._candidate(x, y, pair, engine, depth, common, j)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def _candidate(self, x: Site, y: Site, pair, engine, depth, common, j):
+        ax, ay = pair
+        pinned = {s.stmt.var for s in (common if j is None else common[:j])}
+        loops = {l.var: l for l in x.loops}
+        free = [l.var for l in x.loops if l.var not in pinned]  # outermost first
+        diverging = None if j is None else common[j].stmt.var
+        conds, constraint = [], {}
+        for ix, iy in zip(ax.indices, ay.indices):
+            names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
+            var = names[0] if names else None
+            if var is None or var in pinned:
+                conds.append(simplify_cond(Compare("==", ix, iy)))
+                continue
+            fx = self.index(ix, var)
+            y_names = [n.name for n in walk_expr(iy) if isinstance(n, Var)]
+            y_var = y_names[0] if y_names else None
+            if fx.a == 0:
+                if y_var is not None:
+                    shift = _shift(fx, self.index(iy, y_var))
+                    if shift is None:
+                        raise NotNest("periodic indices that meet at some residues only")
+                    new = ("mod", simplify(BinOp("+", Var(y_var), Const(shift))) if shift else Var(y_var), fx.p)
+                else:
+                    value = simplify(iy).value
+                    residues = [r for r in range(fx.p) if fx.base[r] == value]
+                    if not residues:
+                        return None
+                    if len(residues) == fx.p:
+                        continue
+                    if len(residues) > 1:
+                        raise NotNest("an index equation with several residues")
+                    new = ("mod", Const(residues[0]), fx.p)
+            elif fx.p == 1 and fx.a in (1, -1):
+                new = ("at", simplify(BinOp("*", Const(fx.a), BinOp("-", iy, Const(fx.base[0])))))
+            else:
+                raise NotNest("an index of slope other than +-1")
+            if constraint.get(var, new) != new:
+                raise NotNest("two equations on one loop index")
+            constraint[var] = new
+        x_env = {v: Var(v) for v in pinned}
+        for var in free:
+            loop = loops[var]
+            lo = simplify(loop.lo)
+            ub = _sub(Var(var), Const(1)) if var == diverging else _sub(loop.hi, Const(1))
+            match constraint.get(var):
+                case None:
+                    value, exists = ub, [Compare(">=", ub, lo)]
+                case ("mod", r, p):
+                    value = _sub(ub, BinOp("%", BinOp("-", ub, r), Const(p)))
+                    exists = [Compare(">=", value, lo)]
+                case ("at", e):
+                    value, exists = e, [Compare(">=", e, lo), Compare("<=", e, ub)]
+            x_env[var] = value
+            conds += [e for e in exists if not self._witnessed(y, loop, constraint.get(var), e, var != diverging)]
+        condition = _and(*conds)  # (index equations kept above read pinned names only: y's)
+        if condition == FALSE:
+            return None
+        y_env = {l.var: Var(l.var) for l in y.loops}
+        if j is None:
+            stmts = self.program.body if depth == 0 else common[-1].stmt.body
+            start, lead = depth, Const(0)
+        else:
+            loop = common[j].stmt
+            stmts, start = loop.body, j + 1
+            lead = _mul(_sub(Var(loop.var), x_env[loop.var]), self.instances(loop.body, engine))
+        gap = _add(lead, _sub(_sub(self.before(stmts, y.trail[start:], y_env, engine),
+                                   self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
+        pins = ()
+        if j is not None and constraint.get(diverging) is None:
+            lo = simplify(loops[diverging].lo)
+            if condition == _and(Compare(">=", _sub(Var(diverging), Const(1)), lo)):
+                pins = ((diverging, lo),)  # failing `w_j - 1 >= lo` alone means w_j == lo
+        key = (depth, 0) if j is None else (j, 1)
+        return Candidate(key, condition, gap, pins, x.op.name)
+
+
+def proves(facts: list, claim) -> bool:
+    """Whether bounds prove the claim under the facts, the `e % m` terms of the claim (m
+    at most 4, two of them at most) taken one value at a time where the claim needs it:
+    a claim that holds for every value of such a term holds."""
+    import itertools
+
+    from semantics.ir import map_expr
+    from semantics.printer import print_expr
+
+    forms = inequalities_of(facts)
+    if decide(tuple(facts), forms, claim) is True:
+        return True
+    atoms = sorted({n for n in walk_expr(claim) if isinstance(n, BinOp) and n.op == "%"
+                    and isinstance(n.right, Const) and 0 < n.right.value <= 4}, key=print_expr)
+    if not atoms or len(atoms) > 2:
+        return False
+    for values in itertools.product(*(range(a.right.value) for a in atoms)):
+        at = dict(zip(atoms, values))
+        case = simplify_cond(map_expr(claim, lambda n: Const(at[n]) if n in at else n))
+        if decide(tuple(facts), forms, case) is not True:
+            return False
+    return True
+
+
+def _shift(fx: Index, fy: Index) -> int | None:
+    """s when fx(u) == fy(w) exactly where u % p == (w + s) % p (p: fx's period), for
+    fx periodic in u and fy periodic in w; else None."""
+    import math
+
+    if fy.a != 0 or fy.range is not None:
+        return None
+    span = math.lcm(fx.p, fy.p)
+    found = None
+    for w in range(span):
+        residues = [r for r in range(fx.p) if fx.base[r] == fy(w)]
+        if len(residues) != 1:
+            return None
+        s = (residues[0] - w) % fx.p
+        if found is not None and s != found:
+            return None
+        found = s
+    return found
+
+
+def _later_first(cands: list[Candidate], domain: list) -> list[Candidate]:
+    """The candidates latest first: by level, and within a level by their gaps (a smaller
+    gap is a later instance) where bounds decide it for every point both exist at."""
+    import functools
+
+    def later(a: Candidate, b: Candidate) -> int:
+        if a.key != b.key:
+            return -1 if a.key > b.key else 1
+        if a.gap == b.gap:
+            return 0
+        facts = [*domain, a.condition, b.condition]
+        if proves(facts, Compare("<=", a.gap, b.gap)):
+            return -1
+        if proves(facts, Compare("<=", b.gap, a.gap)):
+            return 1
+        raise NotNest("producers whose instances tie at one level")
+
+    out = sorted(cands, key=functools.cmp_to_key(later))
+    for a, b in zip(out, out[1:]):  # (a comparison sort asks only some pairs)
+        if later(a, b) > 0:
+            raise NotNest("producers whose instances tie at one level")
+    return out
+
+
+def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate], count_registers: bool = True):
+    """The threshold of y on `engine` from its producers' candidates, or None (no wait)."""
+    domain = [*nest.params, *domain_conds(y)]
+    lowers = {p.name: p.lower for p in nest.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
+    pieces: list = []  # [disjuncts (conditions), gap], latest first
+    pins: dict = {}  # what holds where every candidate so far is missing
+    seen = set()
+    for cand in _later_first(cands, domain):
+        if (cand.condition, cand.gap) in seen:
+            continue
+        seen.add((cand.condition, cand.gap))
+        gap = simplify(subst(cand.gap, pins)) if pins else cand.gap
+        if pieces and gap == pieces[-1][1]:
+            pieces[-1][0].append(cand.condition)
+        else:
+            pieces.append([[cand.condition], gap, dict(pins)])  # (pins: where the earlier ones fail)
+        if cand.condition == TRUE:
+            break
+        conjuncts = _conjuncts(cand.condition)
+        if len(conjuncts) == 1:
+            pins.update(_pin(_negated(conjuncts[0]), lowers))
+    if not pieces:
+        return None
+    # A conjunct every candidate needs: where it fails there is no candidate (no wait), so
+    # a piece whose count is <= 0 there too needs no test of it.
+    needed = set.intersection(*(set(_conjuncts(c.condition)) for c in cands))
+    for piece in pieces:
+        for d in needed:
+            if _at_most_0(nest, y, engine, piece[1], [_negated(d)], domain, piece[2], lowers):
+                piece[0] = [_and(*[k for k in _conjuncts(c) if k != d]) for c in piece[0]]
+    if TRUE not in pieces[-1][0] and _at_most_0_where_missing(nest, y, engine, pieces[-1], domain, pins, lowers):
+        pieces[-1][0] = [TRUE]
+    return [(disjuncts, _forms(nest, y, engine, gap, count_registers)) for disjuncts, gap, _ in pieces]
+
+
+def _written(pieces, choice):
+    out = Const(0)
+    for disjuncts, forms in reversed(pieces):
+        form = choice(forms)
+        out = form if TRUE in disjuncts else IfExpr(_or(disjuncts), form, out)
+    return out
+
+
+def _or(conds):
+    out = conds[0]
+    for c in conds[1:]:
+        out = Or(out, c)
+    return simplify_cond(out)
+
+
+def _at_most_0_where_missing(nest: Nest, y: Site, engine: str, piece, domain, pins, lowers) -> bool:
+    """Whether `count(F) - gap` is <= 0 wherever the piece's conditions all fail (there,
+    the count is its closed form before y): then the last piece needs no `else 0`. Each
+    way of failing them (one conjunct of each condition false) is decided by bounds."""
+    import itertools
+
+    disjuncts, gap, _ = piece
+    choices = [_conjuncts(d) for d in disjuncts]
+    if sum(len(c) for c in choices) > 12:
+        return False
+    return all(_at_most_0(nest, y, engine, gap, [_negated(c) for c in failing], domain, pins, lowers)
+               for failing in itertools.product(*choices))
+
+
+def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pins, lowers) -> bool:
+    """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the
+    pins): decided by bounds, one value at a time for an index or parameter that the
+    conditions leave at most 4 values."""
+    y_env = {l.var: Var(l.var) for l in y.loops}
+    value = _sub(nest.before(nest.program.body, y.trail, y_env, engine), gap)
+    where = dict(pins)
+    for m in missing:
+        where.update(_pin(m, lowers))
+    for m in missing:
+        few = _few(m, lowers)
+        if few is not None and few[0] not in where:
+            var, values = few
+            return all(_at_most_0(nest, y, engine, gap, [*missing, Compare("==", Var(var), Const(v))], domain,
+                                  {**where, var: Const(v)}, lowers) for v in values)
+    at = simplify(subst(value, where)) if where else value
+    facts = [*domain, *missing, *(Compare("==", Var(v), e) for v, e in where.items())]
+    return proves(facts, Compare("<=", at, Const(0)))
+
+
+def _few(c, lowers: dict):
+    """(v, values) when `c` bounds one variable from above to at most 4 values over its
+    lower bound."""
+    from semantics.simplify import linear
+
+    if not isinstance(c, Compare) or c.op not in ("<", "<="):
+        return None
+    lin = linear(BinOp("-", c.left, c.right))
+    terms = [(k, v) for k, v in lin.items() if k is not None]
+    if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1 or not isinstance(terms[0][0][0], Var):
+        return None
+    var = terms[0][0][0].name
+    top = -lin.get(None, 0) - (1 if c.op == "<" else 0)
+    low = lowers.get(var)
+    if not isinstance(top, int) or low is None or top - low > 3:
+        return None
+    return var, range(low, top + 1)
+
+
+def _conjuncts(c) -> list:
+    return _conjuncts(c.left) + _conjuncts(c.right) if isinstance(c, And) else [c]
+
+
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def _negated(c):
+    return Compare(_NEGATED[c.op], c.left, c.right) if isinstance(c, Compare) else simplify_cond(Not(c))
+
+
+def _pin(c, lowers: dict) -> dict:
+    """{v: value} when `c` (over one variable) leaves v only its lower bound."""
+    from semantics.simplify import linear
+
+    if not isinstance(c, Compare) or c.op not in ("<", "<="):
+        return {}
+    lin = linear(BinOp("-", c.left, c.right))  # lin < 0 or lin <= 0
+    terms = [(k, v) for k, v in lin.items() if k is not None]
+    if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1 or not isinstance(terms[0][0][0], Var):
+        return {}
+    var = terms[0][0][0].name
+    bound = -lin.get(None, 0) - (1 if c.op == "<" else 0)  # var <= bound
+    return {var: Const(bound)} if lowers.get(var) == bound else {}
+
+
+def _forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool) -> list:
+    """count(F) - gap in its equal forms of least arithmetic, in order of preference:
+    over indices and parameters (no register to keep), against count(F), against iters."""
+    y_env = {l.var: Var(l.var) for l in y.loops}
+    forms = [_sub(nest.before(nest.program.body, y.trail, y_env, engine), gap),
+             *([_sub(Count(engine), gap)] if count_registers else []),
+             _sub(nest.iters_count(y, engine), gap)]
+    least = min(operators(f) for f in forms)
+    return [f for f in forms if operators(f) == least]
+
+
+def _tracked(form) -> frozenset:
+    return frozenset(n for n in walk_expr(form) if isinstance(n, (Iters, Count)))
+
+
+def _chooser(all_forms: list):
+    """Pick each piece's form among its equally cheap ones: one that tracks nothing new
+    where it can (the counts and loops that forms with no alternative track already are
+    paid for: verify/timing), else the first."""
+    tracked: set = set()
+    for forms in all_forms:
+        if len(forms) == 1:
+            tracked |= _tracked(forms[0])
+
+    def choice(forms):
+        for f in forms:
+            if _tracked(f) <= tracked:
+                return f
+        tracked.update(_tracked(forms[0]))
+        return forms[0]
+    return choice
+
+
+def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bool = True, counts=None):
+    """(entries (op, engine, threshold), dependence pairs) of a rectangular nest, or
+    NotNest. `counts`: the Nest class (tests pass broken ones)."""
+    found = check_nest(program)
+    nest = (counts or Nest)(program, found, conflicts)
+    by_buffer: dict = {}
+    for site in found.values():
+        for buffer in {a.buffer for a in site.op.reads + site.op.writes}:
+            by_buffer.setdefault(buffer, []).append(site)
+    planned, pairs = [], 0
+    for y in found.values():
+        for engine in program.engines:
+            if engine == y.op.engine:
+                continue
+            cands, producers = [], set()
+            for buffer in sorted({a.buffer for a in y.op.reads + y.op.writes}):
+                for x in by_buffer.get(buffer, ()):
+                    if x.op.engine != engine or x.op.name in producers:
+                        continue
+                    found_pairs = conflicts(x.op, y.op)
+                    if found_pairs:
+                        producers.add(x.op.name)
+                    for pair in found_pairs:
+                        cands += nest.candidates(x, y, pair, engine)
+            pairs += len(producers)
+            pieces = threshold_of(nest, y, engine, cands, count_registers)
+            if pieces is not None:
+                planned.append((y.op.name, engine, pieces))
+    choice = _chooser([forms for _, _, pieces in planned for _, forms in pieces])
+    entries = [(op, engine, _written(pieces, choice)) for op, engine, pieces in planned]
+    return [(op, engine, t) for op, engine, t in entries if not (isinstance(t, Const) and t.value <= 0)], pairs
+
+
+def sync_nest(program: Program, options):
+    """(plan entries, dependence pairs) of a rectangular nest whose every wait a concrete
+    run shows needed (irredundant.shown_necessary: then no wait can be dropped), or None
+    (the later stages plan it)."""
+    from algorithm.threshold.irredundant import shown_necessary
+    from algorithm.threshold.plan import PlanEntry
+
+    try:
+        planned, pairs = plan_nest(program, options.conflicts, options.count_registers)
+    except Unsupported:
+        return None
+    entries = [PlanEntry(op, engine, t, True) for op, engine, t in planned]
+    if shown_necessary(program, entries, options) != {(e.op, e.engine) for e in entries}:
+        return None
+    return entries, pairs
