@@ -134,6 +134,15 @@ def plan_slice(sliced: Program, conflicts, options=None):
     from algorithm.threshold.plan import plan_thresholds
 
     own = frozenset(op.name for op in _ops_of(sliced.body[-1]))
+    options = options or PlannerOptions()
+    if "nest" in options.stages:  # a slice of rectangular nests: by arithmetic (nest.py)
+        from algorithm.threshold.nest import sync_nest
+
+        stand_ins = frozenset(s.var for s in walk_stmts(sliced.body) if isinstance(s, For) and s.var.startswith(f"{_MARK}g"))
+        nested = sync_nest(sliced, attrs.evolve(options, conflicts=conflicts), only=own, untracked=stand_ins)
+        if nested is not None:
+            kept, _, dropped = nested
+            return [(e.op, e.engine, e.threshold) for e in kept if e.op in own], dropped
     plan = plan_thresholds(sliced, conflicts, options, only=own)
     if any(e.threshold is None or not e.exact for e in plan.entries):
         return None

@@ -112,7 +112,7 @@ def flat_shape(program: Program) -> Flat:
                     check_index(index, var, params if var is None else frozenset())
     if loop is None:
         return Flat(tuple(prefix), (), (), None, 0, Const(0), 0, 0)
-    hi_min = _least_bound(program, loop.hi)
+    hi_min = least_bound(program, loop.hi)
     t_min = 0 if hi_min is None else max(0, hi_min - lo.value)
     return Flat(tuple(prefix), tuple(body), tuple(suffix), loop.var, lo.value, loop.hi, t_min, hi_min, guards,
                 body_period(body, guards))
@@ -157,7 +157,7 @@ def _affine_in(index, params: frozenset) -> tuple | None:
     return tuple(sorted(t for t in terms if t[1])), constant
 
 
-def _least_bound(program: Program, hi) -> int | None:
+def least_bound(program: Program, hi) -> int | None:
     """The least value of hi over valid valuations when every coefficient of its linear
     form is non-negative (then hi grows with each parameter, from its lower bound)."""
     if any(coef < 0 for key, coef in linear(hi).items() if key is not None):

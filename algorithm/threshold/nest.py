@@ -41,12 +41,12 @@ import attrs
 
 from semantics.context import Site, common_depth, sites, static_order
 from semantics.errors import Unsupported
-from semantics.ir import And, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Not, Or, Program, Range, Var, walk_expr
+from semantics.ir import And, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Not, Or, Program, Range, Var, walk_expr
 from semantics.simplify import cond as simplify_cond, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.bounds import decide, inequalities_of
 from algorithm.threshold.facts import domain_conds, param_bounds, subst
-from algorithm.threshold.flat import Index, _least_bound as least_bound, check_index
+from algorithm.threshold.flat import Index, check_index, least_bound
 from algorithm.threshold.thresholds import operators
 
 TRUE = Compare("==", Const(0), Const(0))
@@ -69,11 +69,20 @@ def _mul(a, b):
     return simplify(BinOp("*", a, b))
 
 
+def _cond(c):
+    """The condition simplified, TRUE or FALSE where it is constant."""
+    from semantics.simplify import folded
+
+    c = simplify_cond(c)
+    value = folded(c)
+    return c if value is None else TRUE if value else FALSE
+
+
 def _and(*conds):
     out = TRUE
     for c in conds:
         out = c if out == TRUE else And(out, c)
-    return simplify_cond(out)
+    return _cond(out)
 
 
 def check_nest(program: Program) -> dict[str, Site]:
@@ -124,7 +133,8 @@ class Candidate:
     condition: object  # over y's loop indices and the parameters
     gap: object  # B: the F-instances strictly between the instance and y
     pins: tuple  # (var, value) that hold where the condition fails (and the earlier ones do)
-    op: str
+    site: Site  # the producer
+    values: dict = attrs.field(eq=False)  # its loop indices, over y's (irredundant.Source)
 
 
 class Nest:
@@ -192,6 +202,21 @@ class Nest:
                 return True
         return proves([*self.params, *domain_conds(y)], exists)
 
+    def _pinned_equation(self, ix, iy, var):
+        """x's index (over a common loop index at y's value, or constant) equals y's: TRUE or
+        FALSE where both are periodic in that one index (or constant) and the residues
+        decide it, else the equation."""
+        import math
+
+        y_names = {n.name for n in walk_expr(iy) if isinstance(n, Var)}
+        if y_names <= ({var} if var else set()):
+            fx, fy = self.index(ix, var), self.index(iy, var)
+            if fx.a == fy.a:
+                seen = {fx(r) == fy(r) for r in range(math.lcm(fx.p, fy.p))}
+                if len(seen) == 1:
+                    return TRUE if seen.pop() else FALSE
+        return _cond(Compare("==", ix, iy))
+
     def index(self, expr, var):
         key = (expr, var)
         if key not in self._index:
@@ -223,7 +248,7 @@ class Nest:
             names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
             var = names[0] if names else None
             if var is None or var in pinned:
-                conds.append(simplify_cond(Compare("==", ix, iy)))
+                conds.append(self._pinned_equation(ix, iy, var))
                 continue
             fx = self.index(ix, var)
             y_names = [n.name for n in walk_expr(iy) if isinstance(n, Var)]
@@ -285,7 +310,7 @@ class Nest:
             if condition == _and(Compare(">=", _sub(Var(diverging), Const(1)), lo)):
                 pins = ((diverging, lo),)  # failing `w_j - 1 >= lo` alone means w_j == lo
         key = (depth, 0) if j is None else (j, 1)
-        return Candidate(key, condition, gap, pins, x.op.name)
+        return Candidate(key, condition, gap, pins, x, {l.var: x_env[l.var] for l in x.loops})
 
 
 def proves(facts: list, claim) -> bool:
@@ -356,8 +381,9 @@ def _later_first(cands: list[Candidate], domain: list) -> list[Candidate]:
     return out
 
 
-def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate], count_registers: bool = True):
-    """The threshold of y on `engine` from its producers' candidates, or None (no wait)."""
+def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
+    """The pieces [conditions, gap, pins] of y's threshold on `engine` from its
+    producers' candidates, latest first, or None (no producer instance precedes y)."""
     domain = [*nest.params, *domain_conds(y)]
     lowers = {p.name: p.lower for p in nest.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
     pieces: list = []  # [disjuncts (conditions), gap], latest first
@@ -368,6 +394,8 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate], count
             continue
         seen.add((cand.condition, cand.gap))
         gap = simplify(subst(cand.gap, pins)) if pins else cand.gap
+        if pins and _cond(subst(cand.condition, pins)) == FALSE:
+            continue  # missing wherever the earlier ones are
         if pieces and gap == pieces[-1][1]:
             pieces[-1][0].append(cand.condition)
         else:
@@ -388,13 +416,42 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate], count
                 piece[0] = [_and(*[k for k in _conjuncts(c) if k != d]) for c in piece[0]]
     if TRUE not in pieces[-1][0] and _at_most_0_where_missing(nest, y, engine, pieces[-1], domain, pins, lowers):
         pieces[-1][0] = [TRUE]
-    return [(disjuncts, _forms(nest, y, engine, gap, count_registers)) for disjuncts, gap, _ in pieces]
+    if len(pieces) >= 2 and pieces[-1][0] == [TRUE] and _max_of_last_two(nest, y, engine, pieces, domain, lowers):
+        (_, gap1, pins1), (_, gap2, _) = pieces[-2:]
+        pieces[-2:] = [[[TRUE], ("max", gap1, gap2), pins1]]
+    return pieces
+
+
+def _max_of_last_two(nest: Nest, y: Site, engine: str, pieces, domain, lowers) -> bool:
+    """Whether `if C then A else B` (the last two pieces) is max(A, B): A >= B where C
+    holds and A <= B where it fails (`max(1, count(DMA) - (N - 1) % 3)`: the last
+    conflicting instance in the loop, or the op before it)."""
+    import itertools
+
+    (disjuncts, gap1, pins1), (_, gap2, pins2) = pieces[-2:]
+    if isinstance(gap1, tuple) or isinstance(gap2, tuple):
+        return False
+    y_env = {l.var: Var(l.var) for l in y.loops}
+    before = nest.before(nest.program.body, y.trail, y_env, engine)
+    a, b = _sub(before, gap1), _sub(before, gap2)
+    if not all(_proves_where(Compare(">=", a, b), _conjuncts(d), domain, pins1, lowers) for d in disjuncts):
+        return False
+    choices = [_conjuncts(d) for d in disjuncts]
+    if sum(len(c) for c in choices) > 12:
+        return False
+    return all(_proves_where(Compare("<=", a, b), [_negated(c) for c in failing], domain, pins2, lowers)
+               for failing in itertools.product(*choices))
+
+
+def _each(gap, fn):
+    """fn of a piece's gap, or ("max", fn(g1), fn(g2)) for a piece that is a max of two."""
+    return ("max", fn(gap[1]), fn(gap[2])) if isinstance(gap, tuple) else fn(gap)
 
 
 def _written(pieces, choice):
     out = Const(0)
     for disjuncts, forms in reversed(pieces):
-        form = choice(forms)
+        form = Max(choice(forms[1]), choice(forms[2])) if forms[0] == "max" else choice(forms)
         out = form if TRUE in disjuncts else IfExpr(_or(disjuncts), form, out)
     return out
 
@@ -421,42 +478,46 @@ def _at_most_0_where_missing(nest: Nest, y: Site, engine: str, piece, domain, pi
 
 
 def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pins, lowers) -> bool:
-    """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the
-    pins): decided by bounds, one value at a time for an index or parameter that the
-    conditions leave at most 4 values."""
+    """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the pins)."""
     y_env = {l.var: Var(l.var) for l in y.loops}
     value = _sub(nest.before(nest.program.body, y.trail, y_env, engine), gap)
+    return _proves_where(Compare("<=", value, Const(0)), missing, domain, pins, lowers)
+
+
+def _proves_where(claim, missing: list, domain, pins, lowers) -> bool:
+    """Whether bounds prove `claim` where the conditions `missing` and the pins hold: one
+    value at a time for a variable that one of the conditions leaves finitely many (at
+    most 6) values above its lower bound."""
     where = dict(pins)
     for m in missing:
         where.update(_pin(m, lowers))
     for m in missing:
-        few = _few(m, lowers)
+        few = _finite(m, domain, lowers)
         if few is not None and few[0] not in where:
             var, values = few
-            return all(_at_most_0(nest, y, engine, gap, [*missing, Compare("==", Var(var), Const(v))], domain,
-                                  {**where, var: Const(v)}, lowers) for v in values)
-    at = simplify(subst(value, where)) if where else value
-    facts = [*domain, *missing, *(Compare("==", Var(v), e) for v, e in where.items())]
-    return proves(facts, Compare("<=", at, Const(0)))
+            return all(_proves_where(claim, [*missing, Compare("==", Var(var), Const(v))], domain,
+                                     {**where, var: Const(v)}, lowers) for v in values)
+    at = _cond(subst(claim, where)) if where else claim
+    facts = [*domain, *(_cond(subst(m, where)) for m in missing), *(Compare("==", Var(v), e) for v, e in where.items())]
+    return at == TRUE or proves([f for f in facts if f != TRUE], at)
 
 
-def _few(c, lowers: dict):
-    """(v, values) when `c` bounds one variable from above to at most 4 values over its
-    lower bound."""
-    from semantics.simplify import linear
+def _finite(c, domain, lowers: dict):
+    """(v, values) when `c` is over one variable v with a lower bound and holds at finitely
+    many values (at most 6 over the bound): bounds prove it false from some point on."""
+    from semantics.simplify import folded
 
-    if not isinstance(c, Compare) or c.op not in ("<", "<="):
+    names = {n.name for n in walk_expr(c) if isinstance(n, Var)}
+    if len(names) != 1 or not isinstance(c, Compare):
         return None
-    lin = linear(BinOp("-", c.left, c.right))
-    terms = [(k, v) for k, v in lin.items() if k is not None]
-    if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1 or not isinstance(terms[0][0][0], Var):
-        return None
-    var = terms[0][0][0].name
-    top = -lin.get(None, 0) - (1 if c.op == "<" else 0)
+    (var,) = names
     low = lowers.get(var)
-    if not isinstance(top, int) or low is None or top - low > 3:
+    if low is None:
         return None
-    return var, range(low, top + 1)
+    for top in range(low + 1, low + 7):
+        if proves([*domain, Compare(">=", Var(var), Const(top))], _negated(c)):
+            return var, [v for v in range(low, top) if folded(subst(c, {var: Const(v)})) is not False]
+    return None
 
 
 def _conjuncts(c) -> list:
@@ -485,13 +546,14 @@ def _pin(c, lowers: dict) -> dict:
     return {var: Const(bound)} if lowers.get(var) == bound else {}
 
 
-def _forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool) -> list:
+def _forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool, untracked: frozenset = frozenset()) -> list:
     """count(F) - gap in its equal forms of least arithmetic, in order of preference:
     over indices and parameters (no register to keep), against count(F), against iters."""
     y_env = {l.var: Var(l.var) for l in y.loops}
     forms = [_sub(nest.before(nest.program.body, y.trail, y_env, engine), gap),
              *([_sub(Count(engine), gap)] if count_registers else []),
              _sub(nest.iters_count(y, engine), gap)]
+    forms = [f for f in forms if not any(isinstance(n, Iters) and n.var in untracked for n in walk_expr(f))]
     least = min(operators(f) for f in forms)
     return [f for f in forms if operators(f) == least]
 
@@ -518,7 +580,8 @@ def _chooser(all_forms: list):
     return choice
 
 
-def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bool = True, counts=None):
+def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bool = True, counts=None,
+              untracked: frozenset = frozenset()):
     """(entries (op, engine, threshold), dependence pairs) of a rectangular nest, or
     NotNest. `counts`: the Nest class (tests pass broken ones)."""
     found = check_nest(program)
@@ -543,26 +606,39 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
                     for pair in found_pairs:
                         cands += nest.candidates(x, y, pair, engine)
             pairs += len(producers)
-            pieces = threshold_of(nest, y, engine, cands, count_registers)
-            if pieces is not None:
-                planned.append((y.op.name, engine, pieces))
-    choice = _chooser([forms for _, _, pieces in planned for _, forms in pieces])
-    entries = [(op, engine, _written(pieces, choice)) for op, engine, pieces in planned]
-    return [(op, engine, t) for op, engine, t in entries if not (isinstance(t, Const) and t.value <= 0)], pairs
+            pieces = threshold_of(nest, y, engine, cands)
+            if pieces is None:
+                continue
+            y_env = {l.var: Var(l.var) for l in y.loops}
+            before = nest.before(nest.program.body, y.trail, y_env, engine)
+            closed = _written([(d, _each(gap, lambda g: [_sub(before, g)])) for d, gap, _ in pieces], lambda forms: forms[0])
+            if isinstance(closed, Const) and closed.value <= 0:
+                continue
+            forms = [(d, _each(gap, lambda g: _forms(nest, y, engine, g, count_registers, untracked)))
+                     for d, gap, _ in pieces]
+            planned.append((y.op.name, engine, forms, closed, tuple((c.site, c) for c in cands)))
+    choice = _chooser([f for _, _, pieces, _, _ in planned for _, forms in pieces
+                       for f in (forms[1:] if forms[0] == "max" else [forms])])
+    return [(op, engine, _written(pieces, choice), closed, sources)
+            for op, engine, pieces, closed, sources in planned], pairs
 
 
-def sync_nest(program: Program, options):
-    """(plan entries, dependence pairs) of a rectangular nest whose every wait a concrete
-    run shows needed (irredundant.shown_necessary: then no wait can be dropped), or None
-    (the later stages plan it)."""
-    from algorithm.threshold.irredundant import shown_necessary
-    from algorithm.threshold.plan import PlanEntry
+def sync_nest(program: Program, options, only: frozenset | None = None, untracked: frozenset = frozenset()):
+    """(plan entries, dependence pairs, waits dropped as redundant) of a rectangular nest,
+    or None (the later stages plan it). Waits that a concrete run does not show needed
+    go to the general stage's redundancy proofs (irredundant.py), which may drop them.
+    `only`: the ops whose waits may be dropped (irredundant's); `untracked`: loops whose
+    `iters` no threshold may read (compose.py's stand-in loops)."""
+    from algorithm.threshold.irredundant import irredundant, shown_necessary
+    from algorithm.threshold.plan import Plan, PlanEntry
 
     try:
-        planned, pairs = plan_nest(program, options.conflicts, options.count_registers)
+        planned, pairs = plan_nest(program, options.conflicts, options.count_registers, untracked=untracked)
     except Unsupported:
         return None
-    entries = [PlanEntry(op, engine, t, True) for op, engine, t in planned]
-    if shown_necessary(program, entries, options) != {(e.op, e.engine) for e in entries}:
-        return None
-    return entries, pairs
+    entries = [PlanEntry(op, engine, t, True, sources=sources, closed=closed)
+               for op, engine, t, closed, sources in planned]
+    if shown_necessary(program, entries, options) == {(e.op, e.engine) for e in entries}:
+        return entries, pairs, 0
+    kept, dropped = irredundant(program, Plan(entries), options.conflicts, only=only, options=options)
+    return kept, pairs, dropped

@@ -6,8 +6,8 @@ are tried in the order the options name them (options.py):
 
 - `closed`: a flat program (one loop of ops, linear-plus-periodic indices) planned by
   arithmetic, checked by a concrete run, with no solver (closed.py, concrete.py);
-- `nest`: a program of rectangular loop nests planned by arithmetic (nest.py), taken
-  when a concrete run shows every one of its waits needed (else the later stages plan it);
+- `nest`: a program of rectangular loop nests planned by arithmetic (nest.py); the waits
+  a concrete run does not show needed go to the general stage's redundancy proofs;
 - `by statement`: a program of repeated top-level statement shapes, each shape planned
   once and the waits that cross statements composed (compose.py);
 - `general`: every program: the rule of plan.py, with Z3 deciding the case analyses the
@@ -47,8 +47,8 @@ def nest_stage(program: Program, options: PlannerOptions, stats):
     planned = sync_nest(program, options)
     if planned is None:
         return None
-    entries, pairs = planned
-    return _result(apply_plan(program, entries), stats, dependence_pairs=pairs, dropped_redundant=0,
+    entries, pairs, dropped = planned
+    return _result(apply_plan(program, entries), stats, dependence_pairs=pairs, dropped_redundant=dropped,
                    conservative=0, notes=())
 
 

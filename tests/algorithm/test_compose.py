@@ -30,6 +30,7 @@ from semantics.ir import (
 from semantics.parser import parse
 from semantics.printer import print_program
 from semantics.symbolic import conflicting_pairs
+from algorithm.threshold.options import PlannerOptions
 from tests.support import oracle
 from verify.engines.explicit import check
 from verify.search.generators import param_bounds, programs
@@ -110,6 +111,9 @@ def test_the_chain_is_planned_by_statement_and_every_wait_is_exact():
     assert not problems, "\n".join(problems) + "\n" + print_program(result.program)
 
 
+GENERAL = PlannerOptions(stages=("by statement", "general"))  # slices by the general stage, not the nest stage
+
+
 def test_a_slice_plans_the_waits_of_its_own_statement_only(monkeypatch):
     """A slice repeats the statements it includes only for what they tell about its own
     statement: the planner asks candidates for the consumers of that statement alone."""
@@ -128,7 +132,7 @@ def test_a_slice_plans_the_waits_of_its_own_statement_only(monkeypatch):
         sliced = shapes.program(piece)
         own = {op.name for op in ops(sliced.body[-1])}
         asked.clear()
-        assert compose.plan_slice(sliced, conflicting_pairs) is not None
+        assert compose.plan_slice(sliced, conflicting_pairs, GENERAL) is not None
         assert asked and {name for _, name in asked} <= own, (asked, own)
 
 

@@ -23,13 +23,14 @@ from tests.support.corpus import ROOT
 from tests.support.exactness import exactness_problems
 
 TAKEN = ["kernels/suite/tiled_matmul.sync", "kernels/suite/conv2d_implicit_gemm.sync", "kernels/nested_dynamic.sync",
-         "kernels/tile_transpose_2d.sync"]
+         "kernels/tile_transpose_2d.sync", "kernels/suite/swiglu_mlp.sync", "kernels/suite/matmul_dynamic_k.sync",
+         "tests/data/threshold_cases/six_engines_chain.sync", "tests/data/threshold_cases/zero_trip_sequence.sync"]
 
 
 def every_threshold(program, counts=None) -> Plan:
     """Every threshold the stage's arithmetic gives (before the necessity run)."""
     planned, _ = nest_mod.plan_nest(program, counts=counts)
-    return Plan([PlanEntry(op, engine, t, True) for op, engine, t in planned])
+    return Plan([PlanEntry(op, engine, t, True) for op, engine, t, *_ in planned])
 
 
 def problems(program, counts=None, hi: int = 3) -> list[str]:
@@ -42,8 +43,9 @@ def problems(program, counts=None, hi: int = 3) -> list[str]:
 @pytest.mark.parametrize("path", TAKEN)
 def test_rectangular_kernels_are_planned_exactly_by_the_nest_stage(path):
     program = parse_file(str(ROOT / path))
-    assert nest_mod.sync_nest(program, PlannerOptions()) is not None
+    entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
     assert problems(program) == []
+    assert oracle.verdict(apply_plan(program, entries), param_bounds(program, 3)) == oracle.BISIMILAR
 
 
 def test_the_strategy_takes_the_nest_stage_and_asks_no_solver(monkeypatch):
@@ -108,11 +110,14 @@ def nests(draw):
 @settings(max_examples=60, deadline=None)
 @given(program=nests())
 def test_generated_nests_are_planned_exactly(program):
+    """Every threshold is T_min; the stage's output (after irredundancy) is bisimilar."""
     try:
         every_threshold(program)
     except Unsupported:
         return  # outside the class: the general planner's tests cover it
     assert problems(program, hi=3) == []
+    entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
+    assert oracle.verdict(apply_plan(program, entries), param_bounds(program, 3)) == oracle.BISIMILAR
 
 
 class _OneIterationLess(nest_mod.Nest):
