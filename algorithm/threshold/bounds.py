@@ -43,14 +43,21 @@ def decide(conds: tuple, facts: list, claim) -> bool | None:
     """True: the claim follows from the conditions; False: a point satisfies the
     conditions and not the claim; None: undecided here. `facts`: the conditions'
     `inequalities_of` (kept by the caller, which asks many claims under one set)."""
-    goals = _goals(claim)
-    if goals is not None:
-        facts = facts + _atom_facts([*facts, *(g for alt in goals for g in alt)])
-        if any(all(_proves(g, facts) for g in alternative) for alternative in goals):
-            return True
+    if proved(facts, claim):
+        return True
     if _refuted(conds, facts, claim):
         return False
     return None
+
+
+def proved(facts: list, claim) -> bool:
+    """Whether elimination proves the claim from the facts (`inequalities_of` of the
+    conditions): decide's first half, for a caller that needs only proofs."""
+    goals = _goals(claim)
+    if goals is None:
+        return False
+    facts = facts + _atom_facts([*facts, *(g for alt in goals for g in alt)])
+    return any(all(_proves(g, facts) for g in alternative) for alternative in goals)
 
 
 # ---------------------------------------------------------------- linear forms

@@ -84,9 +84,10 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
 
 
 def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
-                only: frozenset | None = None, options=None) -> tuple[list[PlanEntry], int]:
+                only: frozenset | None = None, options=None, necessary: set | None = None) -> tuple[list[PlanEntry], int]:
     """The plan's entries without redundant waits, and how many were dropped
-    (`conflicts` as for `plan_thresholds`). With `only`, just the waits of those ops
+    (`conflicts` as for `plan_thresholds`; `necessary`: `shown_necessary` of the plan,
+    if the caller has it). With `only`, just the waits of those ops
     are tried (the others are kept; a proof never relies on a wait being dropped, so
     the waits tried get the same answers: compose.py plans one statement of a slice)."""
     ctx = Context(program, conflicts, plan.session, options)
@@ -151,7 +152,8 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
     # keeping the disjunct terms alive changed flash_attention_causal's Z3 work).
     chains = ChainSteps(sources)
     kept = {(e.op, e.engine) for e in plan.entries}
-    necessary = shown_necessary(program, plan.entries, ctx.options)
+    if necessary is None:  # (the caller may have run it already)
+        necessary = shown_necessary(program, plan.entries, ctx.options)
     pinned: set = set()
     dropped = 0
     for n, (y_name, y_entries) in enumerate(by_op.items()):

@@ -44,7 +44,7 @@ from semantics.errors import Unsupported
 from semantics.ir import And, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Not, Or, Program, Range, Var, walk_expr
 from semantics.simplify import cond as simplify_cond, simplify
 from semantics.symbolic import conflicting_pairs
-from algorithm.threshold.bounds import decide, inequalities_of
+from algorithm.threshold.bounds import inequalities_of, proved
 from algorithm.threshold.facts import domain_conds, param_bounds, subst
 from algorithm.threshold.flat import Index, check_index, least_bound
 from algorithm.threshold.thresholds import operators
@@ -70,12 +70,34 @@ def _mul(a, b):
 
 
 def _cond(c):
-    """The condition simplified, TRUE or FALSE where it is constant."""
+    """The condition simplified, TRUE or FALSE where it is constant, its comparisons as
+    `L >= k` or `L == k` (one spelling per condition: `NS > 0` is `NS >= 1`)."""
     from semantics.simplify import folded
 
     c = simplify_cond(c)
     value = folded(c)
-    return c if value is None else TRUE if value else FALSE
+    if value is not None:
+        return TRUE if value else FALSE
+    parts = [_normal(k) for k in _conjuncts(c)]
+    out = parts[0]
+    for k in parts[1:]:
+        out = And(out, k)
+    return out
+
+
+def _normal(c):
+    from semantics.simplify import expr, linear
+
+    if not isinstance(c, Compare) or c.op == "!=":
+        return c
+    left, right = (c.left, c.right) if c.op in (">=", ">", "==") else (c.right, c.left)
+    lin = linear(BinOp("-", left, right))  # lin >= 0, lin > 0 or lin == 0
+    if any(type(v) is not int for v in lin.values()):
+        return c
+    k = -lin.pop(None, 0) + (1 if c.op in (">", "<") else 0)
+    if not lin:
+        return c
+    return Compare("==" if c.op == "==" else ">=", expr(lin), Const(k))
 
 
 def _and(*conds):
@@ -118,7 +140,11 @@ def check_nest(program: Program) -> dict[str, Site]:
         for access in (*op.reads, *op.writes):
             for index in access.indices:
                 if isinstance(index, Range):
-                    raise NotNest("a range index")
+                    bounds = {n.name for e in (index.lo, index.hi) for n in walk_expr(e) if isinstance(n, Var)}
+                    if not bounds <= params or any(isinstance(n, (Iters, Count)) for e in (index.lo, index.hi)
+                                                   for n in walk_expr(e)):
+                        raise NotNest("a range over more than parameters")
+                    continue
                 names = {n.name for n in walk_expr(index) if isinstance(n, Var)}
                 if len(names) > 1 or not names <= loop_vars:
                     raise NotNest("an index over parameters or more than one loop variable")
@@ -202,6 +228,27 @@ class Nest:
                 return True
         return proves([*self.params, *domain_conds(y)], exists)
 
+    def _range_equation(self, x: Site, y: Site, ix, iy, pinned: set, loops: dict):
+        """A dimension where a side is a range over parameters: the condition over y's
+        indices (or FALSE) under which the two meet, None when they always do, NotNest
+        where a free index of x would have to lie in part of its range."""
+        if isinstance(ix, Range) and isinstance(iy, Range):
+            return _cond(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)))
+        if isinstance(ix, Range):
+            return _cond(And(Compare("<=", ix.lo, iy), Compare("<", iy, ix.hi)))
+        names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
+        if not names or names[0] in pinned:
+            return _cond(And(Compare("<=", iy.lo, ix), Compare("<", ix, iy.hi)))
+        loop = loops[names[0]]  # x's free index u: u + c over its whole range must lie in y's
+        offset = _sub(ix, Var(loop.var))
+        if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
+            raise NotNest("a range against an index of slope other than 1")
+        inside = [*self.params, *domain_conds(y)]
+        if proves(inside, Compare("<=", iy.lo, _add(loop.lo, offset))) and \
+                proves(inside, Compare("<=", _add(loop.hi, offset), iy.hi)):
+            return None
+        raise NotNest("a range that holds part of a free index's range")
+
     def _pinned_equation(self, ix, iy, var):
         """x's index (over a common loop index at y's value, or constant) equals y's: TRUE or
         FALSE where both are periodic in that one index (or constant) and the residues
@@ -245,6 +292,14 @@ class Nest:
         diverging = None if j is None else common[j].stmt.var
         conds, constraint = [], {}
         for ix, iy in zip(ax.indices, ay.indices):
+            if isinstance(ix, Range) or isinstance(iy, Range):
+                found = self._range_equation(x, y, ix, iy, pinned, loops)
+                if found is None:
+                    continue
+                if found == FALSE:
+                    return None
+                conds.append(found)
+                continue
             names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
             var = names[0] if names else None
             if var is None or var in pinned:
@@ -291,6 +346,8 @@ class Nest:
                     value, exists = e, [Compare(">=", e, lo), Compare("<=", e, ub)]
             x_env[var] = value
             conds += [e for e in exists if not self._witnessed(y, loop, constraint.get(var), e, var != diverging)]
+        inside = [*self.params, *domain_conds(y)]
+        conds = [c for c in conds if _cond(c) != TRUE and not proves(inside, c)]
         condition = _and(*conds)  # (index equations kept above read pinned names only: y's)
         if condition == FALSE:
             return None
@@ -323,7 +380,7 @@ def proves(facts: list, claim) -> bool:
     from semantics.printer import print_expr
 
     forms = inequalities_of(facts)
-    if decide(tuple(facts), forms, claim) is True:
+    if proved(forms, claim):
         return True
     atoms = sorted({n for n in walk_expr(claim) if isinstance(n, BinOp) and n.op == "%"
                     and isinstance(n.right, Const) and 0 < n.right.value <= 4}, key=print_expr)
@@ -331,8 +388,8 @@ def proves(facts: list, claim) -> bool:
         return False
     for values in itertools.product(*(range(a.right.value) for a in atoms)):
         at = dict(zip(atoms, values))
-        case = simplify_cond(map_expr(claim, lambda n: Const(at[n]) if n in at else n))
-        if decide(tuple(facts), forms, case) is not True:
+        case = _cond(map_expr(claim, lambda n: Const(at[n]) if n in at else n))
+        if case != TRUE and not proved(forms, case):
             return False
     return True
 
@@ -396,6 +453,9 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         gap = simplify(subst(cand.gap, pins)) if pins else cand.gap
         if pins and _cond(subst(cand.condition, pins)) == FALSE:
             continue  # missing wherever the earlier ones are
+        mine = set(_conjuncts(cand.condition))
+        if any(set(_conjuncts(d)) <= mine for piece in pieces for d in piece[0]):
+            continue  # it exists only where an earlier one does
         if pieces and gap == pieces[-1][1]:
             pieces[-1][0].append(cand.condition)
         else:
@@ -491,15 +551,17 @@ def _proves_where(claim, missing: list, domain, pins, lowers) -> bool:
     where = dict(pins)
     for m in missing:
         where.update(_pin(m, lowers))
+    at = _cond(subst(claim, where)) if where else claim
+    facts = [*domain, *(_cond(subst(m, where)) for m in missing), *(Compare("==", Var(v), e) for v, e in where.items())]
+    if at == TRUE or proves([f for f in facts if f != TRUE], at):
+        return True
     for m in missing:
         few = _finite(m, domain, lowers)
         if few is not None and few[0] not in where:
             var, values = few
             return all(_proves_where(claim, [*missing, Compare("==", Var(var), Const(v))], domain,
                                      {**where, var: Const(v)}, lowers) for v in values)
-    at = _cond(subst(claim, where)) if where else claim
-    facts = [*domain, *(_cond(subst(m, where)) for m in missing), *(Compare("==", Var(v), e) for v, e in where.items())]
-    return at == TRUE or proves([f for f in facts if f != TRUE], at)
+    return False
 
 
 def _finite(c, domain, lowers: dict):
@@ -638,7 +700,9 @@ def sync_nest(program: Program, options, only: frozenset | None = None, untracke
         return None
     entries = [PlanEntry(op, engine, t, True, sources=sources, closed=closed)
                for op, engine, t, closed, sources in planned]
-    if shown_necessary(program, entries, options) == {(e.op, e.engine) for e in entries}:
+    necessary = shown_necessary(program, entries, options)
+    if necessary == {(e.op, e.engine) for e in entries}:
         return entries, pairs, 0
-    kept, dropped = irredundant(program, Plan(entries), options.conflicts, only=only, options=options)
+    kept, dropped = irredundant(program, Plan(entries), options.conflicts, only=only, options=options,
+                                necessary=necessary)
     return kept, pairs, dropped

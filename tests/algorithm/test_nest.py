@@ -70,8 +70,8 @@ def test_programs_outside_the_class_are_left_to_the_later_stages():
 # ---------------------------------------------------------------- generated nests
 
 ENGINES = ["E0", "E1", "E2"]
-OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", None]
-INNER = ["j % 2", "(j + 1) % 2", "j", "0", None]
+OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None]
+INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None]
 
 
 @st.composite
@@ -103,7 +103,7 @@ def nests(draw):
     lines.append("  }")
     lines += [op("  ", OUTER) for _ in range(draw(st.integers(0, 2)))]
     lines.append("}")
-    lines += [op("", ["0", "1", None]) for _ in range(draw(st.integers(0, 1)))]
+    lines += [op("", ["0", "1", "0..M", None]) for _ in range(draw(st.integers(0, 1)))]
     return parse("\n".join(lines) + "\n")
 
 
