@@ -1,11 +1,13 @@
-"""Rectangular nests: the thresholds of a program of loop nests by arithmetic, no solver.
+"""Loop nests: the thresholds of a program of loop nests by arithmetic, no solver.
 
 Class (`check_nest`): no `if`, DMA queue, peer clause or replica (barriers are dropped, as
 every threshold output drops them); each loop `for v in LO..HI` has a constant LO and an
-HI over parameters only, at least LO for every valid valuation (so a loop runs HI - LO
-times wherever it is reached: the nest is rectangular); each access index is a point index
-built from at most one loop variable of the op's loops and constants, linear plus periodic
-in it (flat.Index), with no parameter.
+HI either over parameters only, at least LO for every valid valuation (the loop runs HI -
+LO times wherever it is reached), or affine in the parameters and the enclosing loops'
+indices and above LO wherever it is reached (a triangular nest: never empty, so the
+latest instance below takes the largest value of each index in turn); each access index
+is a point index built from at most one loop variable of the op's loops and constants,
+linear plus periodic in it (flat.Index), with no parameter, or a range over parameters.
 
 Rule (plan.py's): y at iteration w waits `F >= T`, T the number of F-instances up to and
 including the last one that conflicts with y. With B the F-instances strictly between
@@ -22,8 +24,9 @@ rectangular nest the instances in program order are ordered lexicographically by
 loop indices, so the latest instance takes the largest allowed value of each free index in
 turn: `ub - (ub - r) % p`, `e`, or the range's end. The candidate exists when each value
 lies in its range and the equations that involve no free index hold. Its B is
-(w_j - u_j) * N + (F-instances of the loop's body before y) - (those before x) - 1, each
-count a polynomial of the indices and parameters (N: the F-instances of one iteration).
+(the F-instances of loop j's iterations u_j .. w_j - 1) + (those of its body before y) -
+(those before x) - 1, each count a polynomial of the indices and parameters (a sum over
+a triangular loop by Faulhaber's formulas, `power_sum`).
 A candidate nearer y in the list is later in program order, whichever producer it is of;
 producers whose candidates tie at one level are ordered by their B where `bounds` decides
 it, else the program is left to the general stage.
@@ -42,7 +45,7 @@ import attrs
 from semantics.context import Site, common_depth, sites, static_order
 from semantics.errors import Unsupported
 from semantics.ir import And, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Not, Or, Program, Range, Var, walk_expr
-from semantics.simplify import cond as simplify_cond, simplify
+from semantics.simplify import cond as simplify_cond, linear, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.bounds import inequalities_of, proved
 from algorithm.threshold.facts import domain_conds, param_bounds, subst
@@ -51,6 +54,9 @@ from algorithm.threshold.thresholds import operators
 
 TRUE = Compare("==", Const(0), Const(0))
 FALSE = Compare("==", Const(0), Const(1))
+
+
+_SUMMED = "#t"  # the index a sum over a loop's iterations runs over (no kernel name has "#")
 
 
 class NotNest(Unsupported):
@@ -115,7 +121,7 @@ def check_nest(program: Program) -> dict[str, Site]:
     lowers = {p.name: p.lower for p in program.params}
     found = sites(program)
 
-    def visit(body):
+    def visit(body, around):
         for stmt in body:
             if isinstance(stmt, If):
                 raise NotNest("an if")
@@ -123,14 +129,24 @@ def check_nest(program: Program) -> dict[str, Site]:
                 if not isinstance(simplify(stmt.lo), Const):
                     raise NotNest("a loop lower bound that is not a constant")
                 names = {n.name for n in walk_expr(stmt.hi) if isinstance(n, Var)}
-                if not names <= params or any(isinstance(n, (Iters, Count)) for n in walk_expr(stmt.hi)):
-                    raise NotNest("a loop upper bound over more than parameters")
-                least = least_bound(program, stmt.hi) if names else simplify(stmt.hi).value
-                if least is None or least < simplify(stmt.lo).value:
-                    raise NotNest("a loop that may have an upper bound below its lower bound")
-                visit(stmt.body)
+                if any(isinstance(n, (Iters, Count)) for n in walk_expr(stmt.hi)):
+                    raise NotNest("a loop upper bound over tracked counts")
+                if not names <= params:
+                    # A bound over enclosing indices: affine, and above LO wherever reached.
+                    if not names <= params | set(around) or any(type(c) is not int for c in linear(stmt.hi).values()) \
+                            or any(k is not None and len(k) > 1 for k in linear(stmt.hi)):
+                        raise NotNest("a loop upper bound that is not affine in parameters and indices")
+                    where = [Compare(">=", Var(p.name), Const(p.lower)) for p in program.params]
+                    where += [c for l in around.values() for c in (Compare("<=", l.lo, Var(l.var)), Compare("<", Var(l.var), l.hi))]
+                    if not proves(where, Compare(">=", stmt.hi, _add(stmt.lo, Const(1)))):
+                        raise NotNest("a loop bound over enclosing indices that may leave it empty")
+                else:
+                    least = least_bound(program, stmt.hi) if names else simplify(stmt.hi).value
+                    if least is None or least < simplify(stmt.lo).value:
+                        raise NotNest("a loop that may have an upper bound below its lower bound")
+                visit(stmt.body, {**around, stmt.var: stmt})
 
-    visit(program.body)
+    visit(program.body, {})
     del visit
     for site in found.values():
         op = site.op
@@ -171,32 +187,48 @@ class Nest:
         self._n: dict = {}
         self._index: dict = {}
         self.params = param_bounds(program.params)
+        self.param_names = frozenset(p.name for p in program.params)
+
+    def over_indices(self, loop) -> bool:
+        """Whether the loop's upper bound reads an enclosing loop's index (triangular)."""
+        return any(isinstance(n, Var) and n.name not in self.param_names for n in walk_expr(loop.hi))
 
     # ------------------------------------------------------------ counts
 
     def instances(self, stmts, engine: str):
-        """F-instances of one execution of the statements (a polynomial of parameters)."""
+        """F-instances of one execution of the statements: a polynomial of the parameters
+        and of the indices of the loops around them (a triangular bound reads those)."""
         key = (id(stmts), engine)
         if key not in self._n:
             total = Const(0)
             for stmt in stmts:
                 if isinstance(stmt, For):
-                    total = _add(total, _mul(_sub(stmt.hi, stmt.lo), self.instances(stmt.body, engine)))
-                elif not isinstance(stmt, For) and getattr(stmt, "engine", None) == engine:
+                    total = _add(total, self.iterations(stmt, stmt.hi, {}, engine))
+                elif getattr(stmt, "engine", None) == engine:
                     total = _add(total, Const(1))
             self._n[key] = (stmts, total)
         return self._n[key][1]
 
+    def iterations(self, loop, upto, env: dict, engine: str, start=None):
+        """F-instances of the loop's iterations start..upto-1 (start: its lower bound), the
+        loops around it at their values in `env` (names it lacks stay symbolic). The values
+        are over y's names, which may be the loop's own: the sum runs over a fresh one."""
+        body = subst(self.instances(loop.body, engine), {**env, loop.var: Var(_SUMMED)})
+        start = loop.lo if start is None else start
+        if any(isinstance(n, Var) and n.name == _SUMMED for n in walk_expr(body)):
+            return power_sum(body, _SUMMED, start, upto)
+        return _mul(_sub(upto, start), body)
+
     def before(self, stmts, steps, env: dict, engine: str):
         """F-instances of the statements' execution before the point `steps` leads to,
-        with each loop index on the way at its value in `env`."""
+        with each loop index around and on the way at its value in `env`."""
         step, rest = steps[0], steps[1:]
-        total = self.instances(stmts[:step.index], engine)
+        total = subst(self.instances(stmts[:step.index], engine), env)
         if isinstance(step.stmt, For):
             loop = step.stmt
-            done = _mul(_sub(env[loop.var], loop.lo), self.instances(loop.body, engine))
-            total = _add(total, _add(done, self.before(loop.body, rest, env, engine)))
-        return total
+            total = _add(total, _add(self.iterations(loop, env[loop.var], env, engine),
+                                     self.before(loop.body, rest, env, engine)))
+        return simplify(total)
 
     def iters_count(self, y: Site, engine: str):
         """The F-instances before y, against the tracked iteration counts."""
@@ -221,7 +253,8 @@ class Nest:
         """Whether an existence condition holds wherever y runs: the free index is
         bounded by its loop's end and y's own index of an equal loop range satisfies its
         congruence, or bounds decide it."""
-        if constraint is not None and constraint[0] == "mod" and isinstance(constraint[1], Var):
+        if constraint is not None and constraint[0] == "mod" and isinstance(constraint[1], Var) \
+                and not self.over_indices(loop):
             mine = next((l for l in y.loops if l.var == constraint[1].name), None)
             if to_end and mine is not None and simplify(mine.lo) == simplify(loop.lo) \
                     and simplify(mine.hi) == simplify(loop.hi) and exists.op == ">=":
@@ -335,10 +368,11 @@ class Nest:
         for var in free:
             loop = loops[var]
             lo = simplify(loop.lo)
-            ub = _sub(Var(var), Const(1)) if var == diverging else _sub(loop.hi, Const(1))
+            ub = _sub(Var(var), Const(1)) if var == diverging else _sub(subst(loop.hi, x_env), Const(1))
             match constraint.get(var):
                 case None:
-                    value, exists = ub, [Compare(">=", ub, lo)]
+                    # (a bound over enclosing indices is at least LO + 1 wherever reached)
+                    value, exists = ub, [] if self.over_indices(loop) and var != diverging else [Compare(">=", ub, lo)]
                 case ("mod", r, p):
                     value = _sub(ub, BinOp("%", BinOp("-", ub, r), Const(p)))
                     exists = [Compare(">=", value, lo)]
@@ -358,7 +392,7 @@ class Nest:
         else:
             loop = common[j].stmt
             stmts, start = loop.body, j + 1
-            lead = _mul(_sub(Var(loop.var), x_env[loop.var]), self.instances(loop.body, engine))
+            lead = self.iterations(loop, Var(loop.var), y_env, engine, start=x_env[loop.var])
         gap = _add(lead, _sub(_sub(self.before(stmts, y.trail[start:], y_env, engine),
                                    self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
         pins = ()
@@ -392,6 +426,36 @@ def proves(facts: list, claim) -> bool:
         if case != TRUE and not proved(forms, case):
             return False
     return True
+
+
+def power_sum(poly, var: str, start, stop):
+    """sum of poly over var = start .. stop - 1 (poly a polynomial of degree <= 3 in var),
+    exact: Faulhaber's sums, 12 times over, divided once."""
+    from fractions import Fraction
+
+    from semantics.simplify import expr, linear
+
+    def times(*factors):
+        out = Const(1)
+        for f in factors:
+            out = BinOp("*", out, f)
+        return out
+
+    def f12(k, n):  # 12 * sum of i**k over i = 0 .. n - 1
+        m = BinOp("-", n, Const(1))
+        return {0: times(Const(12), n), 1: times(Const(6), n, m), 2: times(Const(2), m, n, BinOp("-", times(Const(2), n), Const(1))),
+                3: times(Const(3), n, m, n, m)}[k]
+
+    total = Const(0)
+    for mono, coef in linear(poly).items():
+        atoms = () if mono is None else mono
+        k = sum(1 for a in atoms if a == Var(var))
+        if k > 3 or any(a != Var(var) and any(isinstance(n, Var) and n.name == var for n in walk_expr(a)) for a in atoms):
+            raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
+        rest = expr({tuple(a for a in atoms if a != Var(var)) or None: coef})
+        total = BinOp("+", total, times(rest, BinOp("-", f12(k, stop), f12(k, start))))
+    lin = {m: Fraction(c) / 12 for m, c in linear(simplify(total)).items()}
+    return simplify(expr(lin))
 
 
 def _shift(fx: Index, fy: Index) -> int | None:

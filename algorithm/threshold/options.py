@@ -8,7 +8,7 @@ import attrs
 
 from semantics.symbolic import conflicting_pairs
 
-STAGES = ("closed", "nest", "by statement", "general")
+STAGES = ("closed", "by statement", "nest", "general")
 
 
 @attrs.frozen
@@ -18,7 +18,8 @@ class PlannerOptions:
     - `conflicts`: the dependence relation's access-pair test; tests pass a weaker one to
       build deliberately broken strategies that the checkers must catch.
     - `stages`: the stages tried, in order, of "closed" (flat programs by arithmetic),
-      "nest" (rectangular loop nests by arithmetic), "by statement" (repeated statement shapes planned once) and "general" (every
+      "by statement" (repeated statement shapes planned once, each slice by "nest" when
+      that stage is named and takes it), "nest" (loop nests by arithmetic) and "general" (every
       program; falls back to the barrier layout where a wait cannot be counted).
     - `renew_after_ops`: the general planner's solver session starts a fresh Z3 context
       after this many ops: a solver push costs more as a context's term table grows, and

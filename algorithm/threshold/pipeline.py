@@ -6,10 +6,12 @@ are tried in the order the options name them (options.py):
 
 - `closed`: a flat program (one loop of ops, linear-plus-periodic indices) planned by
   arithmetic, checked by a concrete run, with no solver (closed.py, concrete.py);
-- `nest`: a program of rectangular loop nests planned by arithmetic (nest.py); the waits
-  a concrete run does not show needed go to the general stage's redundancy proofs;
 - `by statement`: a program of repeated top-level statement shapes, each shape planned
-  once and the waits that cross statements composed (compose.py);
+  once (by the nest stage where it takes the slice, else the general one) and the waits
+  that cross statements composed (compose.py);
+- `nest`: a program of loop nests (constant lower bounds, upper bounds affine in the
+  parameters and enclosing indices, no `if`) planned by arithmetic (nest.py); the waits
+  a concrete run does not show needed go to the general stage's redundancy proofs;
 - `general`: every program: the rule of plan.py, with Z3 deciding the case analyses the
   candidates need, then irredundancy (irredundant.py). Where a wait cannot be counted
   even conservatively, the `barrier fallback` wraps it: the program takes the barrier
@@ -107,7 +109,7 @@ class Uncounted(Unsupported):
         self.ops = ops
 
 
-STAGES: dict[str, Callable] = {"closed": closed_stage, "nest": nest_stage, "by statement": statement_stage,
+STAGES: dict[str, Callable] = {"closed": closed_stage, "by statement": statement_stage, "nest": nest_stage,
                                "general": general_stage}
 
 # Cancellation and progress: `plan` calls `checkpoint[0](where)` before each stage (and

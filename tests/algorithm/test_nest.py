@@ -24,7 +24,8 @@ from tests.support.exactness import exactness_problems
 
 TAKEN = ["kernels/suite/tiled_matmul.sync", "kernels/suite/conv2d_implicit_gemm.sync", "kernels/nested_dynamic.sync",
          "kernels/tile_transpose_2d.sync", "kernels/suite/swiglu_mlp.sync", "kernels/suite/matmul_dynamic_k.sync",
-         "tests/data/threshold_cases/six_engines_chain.sync", "tests/data/threshold_cases/zero_trip_sequence.sync"]
+         "tests/data/threshold_cases/six_engines_chain.sync", "tests/data/threshold_cases/zero_trip_sequence.sync",
+         "kernels/suite/matmul_fully_optimized.sync", "kernels/suite/layernorm.sync", "kernels/triangular_attention.sync"]
 
 
 def every_threshold(program, counts=None) -> Plan:
@@ -76,8 +77,8 @@ INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None]
 
 @st.composite
 def nests(draw):
-    """Two-deep rectangular nests: ops before, inside and after the inner loop, and
-    after the nest; indices over one loop index each."""
+    """Two-deep nests, rectangular or triangular: ops before, inside and after the inner
+    loop, and after the nest; indices over one loop index each."""
     engines = ENGINES[:draw(st.integers(2, 3))]
     buffers = ["a", "b"]
     lines = ["engines " + " ".join(engines), f"param N >= {draw(st.integers(0, 1))}",
@@ -98,7 +99,7 @@ def nests(draw):
 
     lines.append("for i in 0..N {")
     lines += [op("  ", OUTER) for _ in range(draw(st.integers(0, 2)))]
-    lines.append("  for j in 0..M {")
+    lines.append(f"  for j in 0..{draw(st.sampled_from(['M', 'i + 1', 'M + i']))} {{")
     lines += [op("    ", OUTER + INNER) for _ in range(draw(st.integers(1, 3)))]
     lines.append("  }")
     lines += [op("  ", OUTER) for _ in range(draw(st.integers(0, 2)))]
