@@ -44,81 +44,30 @@ import attrs
 
 from semantics.context import Site, common_depth, sites, static_order
 from semantics.errors import Unsupported
-from semantics.ir import And, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Max, Not, Or, Program, Range, Var, walk_expr
-from semantics.simplify import cond as simplify_cond, linear, simplify
+from semantics.ir import And, BinOp, Compare, Const, Count, For, If, Iters, Program, Range, Var, walk_expr
+from semantics.simplify import linear, simplify
 from semantics.symbolic import conflicting_pairs
-from algorithm.threshold.bounds import inequalities_of, proved
 from algorithm.threshold.facts import domain_conds, param_bounds, subst
 from algorithm.threshold.flat import Index, check_index, least_bound
-from algorithm.threshold.thresholds import operators
-
-TRUE = Compare("==", Const(0), Const(0))
-FALSE = Compare("==", Const(0), Const(1))
-
+from algorithm.threshold.nest_pieces import chooser, each, equal_forms, threshold_of, written
+from algorithm.threshold.reasoning import (  # noqa: F401  (NotNest: the stage's exception, raised here)
+    FALSE, TRUE, NotNest, conjunction, minus, plus, power_sum, product, proves, settled,
+)
 
 _SUMMED = "#t"  # the index a sum over a loop's iterations runs over (no kernel name has "#")
 
 
-class NotNest(Unsupported):
-    """The program leaves the class of rectangular nests (the later stages take it)."""
 
 
-def _sub(a, b):
-    return simplify(BinOp("-", a, b))
 
 
-def _add(a, b):
-    return simplify(BinOp("+", a, b))
-
-
-def _mul(a, b):
-    return simplify(BinOp("*", a, b))
-
-
-def _cond(c):
-    """The condition simplified, TRUE or FALSE where it is constant, its comparisons as
-    `L >= k` or `L == k` (one spelling per condition: `NS > 0` is `NS >= 1`)."""
-    from semantics.simplify import folded
-
-    c = simplify_cond(c)
-    value = folded(c)
-    if value is not None:
-        return TRUE if value else FALSE
-    parts = [_normal(k) for k in _conjuncts(c)]
-    out = parts[0]
-    for k in parts[1:]:
-        out = And(out, k)
-    return out
-
-
-def _normal(c):
-    from semantics.simplify import expr, linear
-
-    if not isinstance(c, Compare) or c.op == "!=":
-        return c
-    left, right = (c.left, c.right) if c.op in (">=", ">", "==") else (c.right, c.left)
-    lin = linear(BinOp("-", left, right))  # lin >= 0, lin > 0 or lin == 0
-    if any(type(v) is not int for v in lin.values()):
-        return c
-    k = -lin.pop(None, 0) + (1 if c.op in (">", "<") else 0)
-    if not lin:
-        return c
-    return Compare("==" if c.op == "==" else ">=", expr(lin), Const(k))
-
-
-def _and(*conds):
-    out = TRUE
-    for c in conds:
-        out = c if out == TRUE else And(out, c)
-    return _cond(out)
 
 
 def check_nest(program: Program) -> dict[str, Site]:
-    """The program's sites when it is a rectangular nest (module docstring), else NotNest."""
+    """The program's sites when it is in the stage's class (module docstring), else NotNest."""
     if program.queues:
         raise NotNest("DMA queues")
     params = {p.name for p in program.params}
-    lowers = {p.name: p.lower for p in program.params}
     found = sites(program)
 
     def visit(body, around):
@@ -133,12 +82,16 @@ def check_nest(program: Program) -> dict[str, Site]:
                     raise NotNest("a loop upper bound over tracked counts")
                 if not names <= params:
                     # A bound over enclosing indices: affine, and above LO wherever reached.
-                    if not names <= params | set(around) or any(type(c) is not int for c in linear(stmt.hi).values()) \
-                            or any(k is not None and len(k) > 1 for k in linear(stmt.hi)):
-                        raise NotNest("a loop upper bound that is not affine in parameters and indices")
+                    # Non-decreasing in each index: a larger enclosing index gives a range that
+                    # holds the smaller one's, so the latest instance takes the largest index.
+                    form = linear(stmt.hi)
+                    if not names <= params | set(around) or any(type(c) is not int for c in form.values()) \
+                            or any(k is not None and len(k) > 1 for k in form) \
+                            or any(c < 0 for k, c in form.items() if k is not None and k[0].name in around):
+                        raise NotNest("a loop upper bound that is not affine and non-decreasing in the indices")
                     where = [Compare(">=", Var(p.name), Const(p.lower)) for p in program.params]
                     where += [c for l in around.values() for c in (Compare("<=", l.lo, Var(l.var)), Compare("<", Var(l.var), l.hi))]
-                    if not proves(where, Compare(">=", stmt.hi, _add(stmt.lo, Const(1)))):
+                    if not proves(where, Compare(">=", stmt.hi, plus(stmt.lo, Const(1)))):
                         raise NotNest("a loop bound over enclosing indices that may leave it empty")
                 else:
                     least = least_bound(program, stmt.hi) if names else simplify(stmt.hi).value
@@ -165,7 +118,6 @@ def check_nest(program: Program) -> dict[str, Site]:
                 if len(names) > 1 or not names <= loop_vars:
                     raise NotNest("an index over parameters or more than one loop variable")
                 check_index(index, next(iter(names), None), frozenset())
-    del lowers
     return found
 
 
@@ -203,9 +155,9 @@ class Nest:
             total = Const(0)
             for stmt in stmts:
                 if isinstance(stmt, For):
-                    total = _add(total, self.iterations(stmt, stmt.hi, {}, engine))
+                    total = plus(total, self.iterations(stmt, stmt.hi, {}, engine))
                 elif getattr(stmt, "engine", None) == engine:
-                    total = _add(total, Const(1))
+                    total = plus(total, Const(1))
             self._n[key] = (stmts, total)
         return self._n[key][1]
 
@@ -217,7 +169,7 @@ class Nest:
         start = loop.lo if start is None else start
         if any(isinstance(n, Var) and n.name == _SUMMED for n in walk_expr(body)):
             return power_sum(body, _SUMMED, start, upto)
-        return _mul(_sub(upto, start), body)
+        return product(minus(upto, start), body)
 
     def before(self, stmts, steps, env: dict, engine: str):
         """F-instances of the statements' execution before the point `steps` leads to,
@@ -226,7 +178,7 @@ class Nest:
         total = subst(self.instances(stmts[:step.index], engine), env)
         if isinstance(step.stmt, For):
             loop = step.stmt
-            total = _add(total, _add(self.iterations(loop, env[loop.var], env, engine),
+            total = plus(total, plus(self.iterations(loop, env[loop.var], env, engine),
                                      self.before(loop.body, rest, env, engine)))
         return simplify(total)
 
@@ -238,13 +190,13 @@ class Nest:
             if x.op.engine != engine:
                 continue
             if not x.loops:
-                total = _add(total, Const(1 if static_order(x, y) == "before" else 0))
+                total = plus(total, Const(1 if static_order(x, y) == "before" else 0))
                 continue
             loop = x.loops[-1]
             term = Iters(loop.var)
             if id(loop) in enclosing and static_order(x, y) != "before":
                 term = BinOp("-", term, Const(1))
-            total = _add(total, term)
+            total = plus(total, term)
         return total
 
     # ------------------------------------------------------------ candidates
@@ -266,19 +218,19 @@ class Nest:
         indices (or FALSE) under which the two meet, None when they always do, NotNest
         where a free index of x would have to lie in part of its range."""
         if isinstance(ix, Range) and isinstance(iy, Range):
-            return _cond(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)))
+            return settled(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)))
         if isinstance(ix, Range):
-            return _cond(And(Compare("<=", ix.lo, iy), Compare("<", iy, ix.hi)))
+            return settled(And(Compare("<=", ix.lo, iy), Compare("<", iy, ix.hi)))
         names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
         if not names or names[0] in pinned:
-            return _cond(And(Compare("<=", iy.lo, ix), Compare("<", ix, iy.hi)))
+            return settled(And(Compare("<=", iy.lo, ix), Compare("<", ix, iy.hi)))
         loop = loops[names[0]]  # x's free index u: u + c over its whole range must lie in y's
-        offset = _sub(ix, Var(loop.var))
+        offset = minus(ix, Var(loop.var))
         if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
             raise NotNest("a range against an index of slope other than 1")
         inside = [*self.params, *domain_conds(y)]
-        if proves(inside, Compare("<=", iy.lo, _add(loop.lo, offset))) and \
-                proves(inside, Compare("<=", _add(loop.hi, offset), iy.hi)):
+        if proves(inside, Compare("<=", iy.lo, plus(loop.lo, offset))) and \
+                proves(inside, Compare("<=", plus(loop.hi, offset), iy.hi)):
             return None
         raise NotNest("a range that holds part of a free index's range")
 
@@ -295,7 +247,7 @@ class Nest:
                 seen = {fx(r) == fy(r) for r in range(math.lcm(fx.p, fy.p))}
                 if len(seen) == 1:
                     return TRUE if seen.pop() else FALSE
-        return _cond(Compare("==", ix, iy))
+        return settled(Compare("==", ix, iy))
 
     def index(self, expr, var):
         key = (expr, var)
@@ -368,21 +320,21 @@ class Nest:
         for var in free:
             loop = loops[var]
             lo = simplify(loop.lo)
-            ub = _sub(Var(var), Const(1)) if var == diverging else _sub(subst(loop.hi, x_env), Const(1))
+            ub = minus(Var(var), Const(1)) if var == diverging else minus(subst(loop.hi, x_env), Const(1))
             match constraint.get(var):
                 case None:
                     # (a bound over enclosing indices is at least LO + 1 wherever reached)
                     value, exists = ub, [] if self.over_indices(loop) and var != diverging else [Compare(">=", ub, lo)]
                 case ("mod", r, p):
-                    value = _sub(ub, BinOp("%", BinOp("-", ub, r), Const(p)))
+                    value = minus(ub, BinOp("%", BinOp("-", ub, r), Const(p)))
                     exists = [Compare(">=", value, lo)]
                 case ("at", e):
                     value, exists = e, [Compare(">=", e, lo), Compare("<=", e, ub)]
             x_env[var] = value
             conds += [e for e in exists if not self._witnessed(y, loop, constraint.get(var), e, var != diverging)]
         inside = [*self.params, *domain_conds(y)]
-        conds = [c for c in conds if _cond(c) != TRUE and not proves(inside, c)]
-        condition = _and(*conds)  # (index equations kept above read pinned names only: y's)
+        conds = [c for c in conds if settled(c) != TRUE and not proves(inside, c)]
+        condition = conjunction(*conds)  # (index equations kept above read pinned names only: y's)
         if condition == FALSE:
             return None
         y_env = {l.var: Var(l.var) for l in y.loops}
@@ -393,69 +345,15 @@ class Nest:
             loop = common[j].stmt
             stmts, start = loop.body, j + 1
             lead = self.iterations(loop, Var(loop.var), y_env, engine, start=x_env[loop.var])
-        gap = _add(lead, _sub(_sub(self.before(stmts, y.trail[start:], y_env, engine),
+        gap = plus(lead, minus(minus(self.before(stmts, y.trail[start:], y_env, engine),
                                    self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
         pins = ()
         if j is not None and constraint.get(diverging) is None:
             lo = simplify(loops[diverging].lo)
-            if condition == _and(Compare(">=", _sub(Var(diverging), Const(1)), lo)):
+            if condition == conjunction(Compare(">=", minus(Var(diverging), Const(1)), lo)):
                 pins = ((diverging, lo),)  # failing `w_j - 1 >= lo` alone means w_j == lo
         key = (depth, 0) if j is None else (j, 1)
         return Candidate(key, condition, gap, pins, x, {l.var: x_env[l.var] for l in x.loops})
-
-
-def proves(facts: list, claim) -> bool:
-    """Whether bounds prove the claim under the facts, the `e % m` terms of the claim (m
-    at most 4, two of them at most) taken one value at a time where the claim needs it:
-    a claim that holds for every value of such a term holds."""
-    import itertools
-
-    from semantics.ir import map_expr
-    from semantics.printer import print_expr
-
-    forms = inequalities_of(facts)
-    if proved(forms, claim):
-        return True
-    atoms = sorted({n for n in walk_expr(claim) if isinstance(n, BinOp) and n.op == "%"
-                    and isinstance(n.right, Const) and 0 < n.right.value <= 4}, key=print_expr)
-    if not atoms or len(atoms) > 2:
-        return False
-    for values in itertools.product(*(range(a.right.value) for a in atoms)):
-        at = dict(zip(atoms, values))
-        case = _cond(map_expr(claim, lambda n: Const(at[n]) if n in at else n))
-        if case != TRUE and not proved(forms, case):
-            return False
-    return True
-
-
-def power_sum(poly, var: str, start, stop):
-    """sum of poly over var = start .. stop - 1 (poly a polynomial of degree <= 3 in var),
-    exact: Faulhaber's sums, 12 times over, divided once."""
-    from fractions import Fraction
-
-    from semantics.simplify import expr, linear
-
-    def times(*factors):
-        out = Const(1)
-        for f in factors:
-            out = BinOp("*", out, f)
-        return out
-
-    def f12(k, n):  # 12 * sum of i**k over i = 0 .. n - 1
-        m = BinOp("-", n, Const(1))
-        return {0: times(Const(12), n), 1: times(Const(6), n, m), 2: times(Const(2), m, n, BinOp("-", times(Const(2), n), Const(1))),
-                3: times(Const(3), n, m, n, m)}[k]
-
-    total = Const(0)
-    for mono, coef in linear(poly).items():
-        atoms = () if mono is None else mono
-        k = sum(1 for a in atoms if a == Var(var))
-        if k > 3 or any(a != Var(var) and any(isinstance(n, Var) and n.name == var for n in walk_expr(a)) for a in atoms):
-            raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
-        rest = expr({tuple(a for a in atoms if a != Var(var)) or None: coef})
-        total = BinOp("+", total, times(rest, BinOp("-", f12(k, stop), f12(k, start))))
-    lin = {m: Fraction(c) / 12 for m, c in linear(simplify(total)).items()}
-    return simplify(expr(lin))
 
 
 def _shift(fx: Index, fy: Index) -> int | None:
@@ -476,234 +374,6 @@ def _shift(fx: Index, fy: Index) -> int | None:
             return None
         found = s
     return found
-
-
-def _later_first(cands: list[Candidate], domain: list) -> list[Candidate]:
-    """The candidates latest first: by level, and within a level by their gaps (a smaller
-    gap is a later instance) where bounds decide it for every point both exist at."""
-    import functools
-
-    def later(a: Candidate, b: Candidate) -> int:
-        if a.key != b.key:
-            return -1 if a.key > b.key else 1
-        if a.gap == b.gap:
-            return 0
-        facts = [*domain, a.condition, b.condition]
-        if proves(facts, Compare("<=", a.gap, b.gap)):
-            return -1
-        if proves(facts, Compare("<=", b.gap, a.gap)):
-            return 1
-        raise NotNest("producers whose instances tie at one level")
-
-    out = sorted(cands, key=functools.cmp_to_key(later))
-    for a, b in zip(out, out[1:]):  # (a comparison sort asks only some pairs)
-        if later(a, b) > 0:
-            raise NotNest("producers whose instances tie at one level")
-    return out
-
-
-def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
-    """The pieces [conditions, gap, pins] of y's threshold on `engine` from its
-    producers' candidates, latest first, or None (no producer instance precedes y)."""
-    domain = [*nest.params, *domain_conds(y)]
-    lowers = {p.name: p.lower for p in nest.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
-    pieces: list = []  # [disjuncts (conditions), gap], latest first
-    pins: dict = {}  # what holds where every candidate so far is missing
-    seen = set()
-    for cand in _later_first(cands, domain):
-        if (cand.condition, cand.gap) in seen:
-            continue
-        seen.add((cand.condition, cand.gap))
-        gap = simplify(subst(cand.gap, pins)) if pins else cand.gap
-        if pins and _cond(subst(cand.condition, pins)) == FALSE:
-            continue  # missing wherever the earlier ones are
-        mine = set(_conjuncts(cand.condition))
-        if any(set(_conjuncts(d)) <= mine for piece in pieces for d in piece[0]):
-            continue  # it exists only where an earlier one does
-        if pieces and gap == pieces[-1][1]:
-            pieces[-1][0].append(cand.condition)
-        else:
-            pieces.append([[cand.condition], gap, dict(pins)])  # (pins: where the earlier ones fail)
-        if cand.condition == TRUE:
-            break
-        conjuncts = _conjuncts(cand.condition)
-        if len(conjuncts) == 1:
-            pins.update(_pin(_negated(conjuncts[0]), lowers))
-    if not pieces:
-        return None
-    # A conjunct every candidate needs: where it fails there is no candidate (no wait), so
-    # a piece whose count is <= 0 there too needs no test of it.
-    needed = set.intersection(*(set(_conjuncts(c.condition)) for c in cands))
-    for piece in pieces:
-        for d in needed:
-            if _at_most_0(nest, y, engine, piece[1], [_negated(d)], domain, piece[2], lowers):
-                piece[0] = [_and(*[k for k in _conjuncts(c) if k != d]) for c in piece[0]]
-    if TRUE not in pieces[-1][0] and _at_most_0_where_missing(nest, y, engine, pieces[-1], domain, pins, lowers):
-        pieces[-1][0] = [TRUE]
-    if len(pieces) >= 2 and pieces[-1][0] == [TRUE] and _max_of_last_two(nest, y, engine, pieces, domain, lowers):
-        (_, gap1, pins1), (_, gap2, _) = pieces[-2:]
-        pieces[-2:] = [[[TRUE], ("max", gap1, gap2), pins1]]
-    return pieces
-
-
-def _max_of_last_two(nest: Nest, y: Site, engine: str, pieces, domain, lowers) -> bool:
-    """Whether `if C then A else B` (the last two pieces) is max(A, B): A >= B where C
-    holds and A <= B where it fails (`max(1, count(DMA) - (N - 1) % 3)`: the last
-    conflicting instance in the loop, or the op before it)."""
-    import itertools
-
-    (disjuncts, gap1, pins1), (_, gap2, pins2) = pieces[-2:]
-    if isinstance(gap1, tuple) or isinstance(gap2, tuple):
-        return False
-    y_env = {l.var: Var(l.var) for l in y.loops}
-    before = nest.before(nest.program.body, y.trail, y_env, engine)
-    a, b = _sub(before, gap1), _sub(before, gap2)
-    if not all(_proves_where(Compare(">=", a, b), _conjuncts(d), domain, pins1, lowers) for d in disjuncts):
-        return False
-    choices = [_conjuncts(d) for d in disjuncts]
-    if sum(len(c) for c in choices) > 12:
-        return False
-    return all(_proves_where(Compare("<=", a, b), [_negated(c) for c in failing], domain, pins2, lowers)
-               for failing in itertools.product(*choices))
-
-
-def _each(gap, fn):
-    """fn of a piece's gap, or ("max", fn(g1), fn(g2)) for a piece that is a max of two."""
-    return ("max", fn(gap[1]), fn(gap[2])) if isinstance(gap, tuple) else fn(gap)
-
-
-def _written(pieces, choice):
-    out = Const(0)
-    for disjuncts, forms in reversed(pieces):
-        form = Max(choice(forms[1]), choice(forms[2])) if forms[0] == "max" else choice(forms)
-        out = form if TRUE in disjuncts else IfExpr(_or(disjuncts), form, out)
-    return out
-
-
-def _or(conds):
-    out = conds[0]
-    for c in conds[1:]:
-        out = Or(out, c)
-    return simplify_cond(out)
-
-
-def _at_most_0_where_missing(nest: Nest, y: Site, engine: str, piece, domain, pins, lowers) -> bool:
-    """Whether `count(F) - gap` is <= 0 wherever the piece's conditions all fail (there,
-    the count is its closed form before y): then the last piece needs no `else 0`. Each
-    way of failing them (one conjunct of each condition false) is decided by bounds."""
-    import itertools
-
-    disjuncts, gap, _ = piece
-    choices = [_conjuncts(d) for d in disjuncts]
-    if sum(len(c) for c in choices) > 12:
-        return False
-    return all(_at_most_0(nest, y, engine, gap, [_negated(c) for c in failing], domain, pins, lowers)
-               for failing in itertools.product(*choices))
-
-
-def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pins, lowers) -> bool:
-    """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the pins)."""
-    y_env = {l.var: Var(l.var) for l in y.loops}
-    value = _sub(nest.before(nest.program.body, y.trail, y_env, engine), gap)
-    return _proves_where(Compare("<=", value, Const(0)), missing, domain, pins, lowers)
-
-
-def _proves_where(claim, missing: list, domain, pins, lowers) -> bool:
-    """Whether bounds prove `claim` where the conditions `missing` and the pins hold: one
-    value at a time for a variable that one of the conditions leaves finitely many (at
-    most 6) values above its lower bound."""
-    where = dict(pins)
-    for m in missing:
-        where.update(_pin(m, lowers))
-    at = _cond(subst(claim, where)) if where else claim
-    facts = [*domain, *(_cond(subst(m, where)) for m in missing), *(Compare("==", Var(v), e) for v, e in where.items())]
-    if at == TRUE or proves([f for f in facts if f != TRUE], at):
-        return True
-    for m in missing:
-        few = _finite(m, domain, lowers)
-        if few is not None and few[0] not in where:
-            var, values = few
-            return all(_proves_where(claim, [*missing, Compare("==", Var(var), Const(v))], domain,
-                                     {**where, var: Const(v)}, lowers) for v in values)
-    return False
-
-
-def _finite(c, domain, lowers: dict):
-    """(v, values) when `c` is over one variable v with a lower bound and holds at finitely
-    many values (at most 6 over the bound): bounds prove it false from some point on."""
-    from semantics.simplify import folded
-
-    names = {n.name for n in walk_expr(c) if isinstance(n, Var)}
-    if len(names) != 1 or not isinstance(c, Compare):
-        return None
-    (var,) = names
-    low = lowers.get(var)
-    if low is None:
-        return None
-    for top in range(low + 1, low + 7):
-        if proves([*domain, Compare(">=", Var(var), Const(top))], _negated(c)):
-            return var, [v for v in range(low, top) if folded(subst(c, {var: Const(v)})) is not False]
-    return None
-
-
-def _conjuncts(c) -> list:
-    return _conjuncts(c.left) + _conjuncts(c.right) if isinstance(c, And) else [c]
-
-
-_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-
-
-def _negated(c):
-    return Compare(_NEGATED[c.op], c.left, c.right) if isinstance(c, Compare) else simplify_cond(Not(c))
-
-
-def _pin(c, lowers: dict) -> dict:
-    """{v: value} when `c` (over one variable) leaves v only its lower bound."""
-    from semantics.simplify import linear
-
-    if not isinstance(c, Compare) or c.op not in ("<", "<="):
-        return {}
-    lin = linear(BinOp("-", c.left, c.right))  # lin < 0 or lin <= 0
-    terms = [(k, v) for k, v in lin.items() if k is not None]
-    if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1 or not isinstance(terms[0][0][0], Var):
-        return {}
-    var = terms[0][0][0].name
-    bound = -lin.get(None, 0) - (1 if c.op == "<" else 0)  # var <= bound
-    return {var: Const(bound)} if lowers.get(var) == bound else {}
-
-
-def _forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool, untracked: frozenset = frozenset()) -> list:
-    """count(F) - gap in its equal forms of least arithmetic, in order of preference:
-    over indices and parameters (no register to keep), against count(F), against iters."""
-    y_env = {l.var: Var(l.var) for l in y.loops}
-    forms = [_sub(nest.before(nest.program.body, y.trail, y_env, engine), gap),
-             *([_sub(Count(engine), gap)] if count_registers else []),
-             _sub(nest.iters_count(y, engine), gap)]
-    forms = [f for f in forms if not any(isinstance(n, Iters) and n.var in untracked for n in walk_expr(f))]
-    least = min(operators(f) for f in forms)
-    return [f for f in forms if operators(f) == least]
-
-
-def _tracked(form) -> frozenset:
-    return frozenset(n for n in walk_expr(form) if isinstance(n, (Iters, Count)))
-
-
-def _chooser(all_forms: list):
-    """Pick each piece's form among its equally cheap ones: one that tracks nothing new
-    where it can (the counts and loops that forms with no alternative track already are
-    paid for: verify/timing), else the first."""
-    tracked: set = set()
-    for forms in all_forms:
-        if len(forms) == 1:
-            tracked |= _tracked(forms[0])
-
-    def choice(forms):
-        for f in forms:
-            if _tracked(f) <= tracked:
-                return f
-        tracked.update(_tracked(forms[0]))
-        return forms[0]
-    return choice
 
 
 def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bool = True, counts=None,
@@ -737,15 +407,15 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
                 continue
             y_env = {l.var: Var(l.var) for l in y.loops}
             before = nest.before(nest.program.body, y.trail, y_env, engine)
-            closed = _written([(d, _each(gap, lambda g: [_sub(before, g)])) for d, gap, _ in pieces], lambda forms: forms[0])
+            closed = written([(d, each(gap, lambda g: [minus(before, g)])) for d, gap, _ in pieces], lambda forms: forms[0])
             if isinstance(closed, Const) and closed.value <= 0:
                 continue
-            forms = [(d, _each(gap, lambda g: _forms(nest, y, engine, g, count_registers, untracked)))
+            forms = [(d, each(gap, lambda g: equal_forms(nest, y, engine, g, count_registers, untracked)))
                      for d, gap, _ in pieces]
             planned.append((y.op.name, engine, forms, closed, tuple((c.site, c) for c in cands)))
-    choice = _chooser([f for _, _, pieces, _, _ in planned for _, forms in pieces
+    choice = chooser([f for _, _, pieces, _, _ in planned for _, forms in pieces
                        for f in (forms[1:] if forms[0] == "max" else [forms])])
-    return [(op, engine, _written(pieces, choice), closed, sources)
+    return [(op, engine, written(pieces, choice), closed, sources)
             for op, engine, pieces, closed, sources in planned], pairs
 
 

@@ -21,16 +21,16 @@ def layernorm : Program :=
       .op { engine := "DMA1", name := "ld_beta", writes := [⟨"beta", []⟩], lat := .add (.const 1800) (.mul (.const 4096) (.var "NS")) },
       .loop "i" (.const 0) (.var "RT")
         (block [
-          .op { engine := "DMA0", name := "ld_x", writes := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .range (.const 0) (.var "NS")]⟩], lat := .add (.const 1800) (.mul (.const 4096) (.var "NS")), waits := [⟨"DVE", .ite (.and (.cmp .ge (.var "i") (.const 2)) (.cmp .gt (.var "NS") (.const 0))) (.sub (.count "DVE") (.add (.var "NS") (.const 2))) (.const 0)⟩] },
+          .op { engine := "DMA0", name := "ld_x", writes := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .range (.const 0) (.var "NS")]⟩], lat := .add (.const 1800) (.mul (.const 4096) (.var "NS")), waits := [⟨"DVE", .ite (.cmp .ge (.var "NS") (.const 1)) (.sub (.count "DVE") (.add (.var "NS") (.const 2))) (.const 0)⟩] },
           .loop "j" (.const 0) (.var "NS")
             (block [
-              .op { engine := "DVE", name := "stats", reads := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .elem (.var "j")]⟩], writes := [⟨"stats", [.elem (.fmod (.var "i") (.const 2)), .elem (.var "j")]⟩], lat := .const 576, waits := [⟨"DMA0", .count "DMA0"⟩] }
+              .op { engine := "DVE", name := "stats", reads := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .elem (.var "j")]⟩], writes := [⟨"stats", [.elem (.fmod (.var "i") (.const 2)), .elem (.var "j")]⟩], lat := .const 576, waits := [⟨"DMA0", .iters "i"⟩] }
             ]),
           .op { engine := "DVE", name := "aggr", reads := [⟨"stats", [.elem (.fmod (.var "i") (.const 2)), .range (.const 0) (.var "NS")]⟩], writes := [⟨"mv", [.elem (.fmod (.var "i") (.const 2))]⟩], lat := .add (.const 64) (.mul (.const 6) (.var "NS")) },
           .op { engine := "ACT", name := "rstd", reads := [⟨"mv", [.elem (.fmod (.var "i") (.const 2))]⟩], writes := [⟨"rs", [.elem (.fmod (.var "i") (.const 2))]⟩], lat := .const 192, waits := [⟨"DVE", .count "DVE"⟩] },
-          .op { engine := "DVE", name := "norm", reads := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .range (.const 0) (.var "NS")]⟩, ⟨"mv", [.elem (.fmod (.var "i") (.const 2))]⟩, ⟨"rs", [.elem (.fmod (.var "i") (.const 2))]⟩], writes := [⟨"xn", [.elem (.fmod (.var "i") (.const 2))]⟩], lat := .add (.const 64) (.mul (.const 512) (.var "NS")), waits := [⟨"ACT", .count "ACT"⟩, ⟨"POOL", .sub (.count "POOL") (.const 3)⟩] },
+          .op { engine := "DVE", name := "norm", reads := [⟨"x", [.elem (.fmod (.var "i") (.const 2)), .range (.const 0) (.var "NS")]⟩, ⟨"mv", [.elem (.fmod (.var "i") (.const 2))]⟩, ⟨"rs", [.elem (.fmod (.var "i") (.const 2))]⟩], writes := [⟨"xn", [.elem (.fmod (.var "i") (.const 2))]⟩], lat := .add (.const 64) (.mul (.const 512) (.var "NS")), waits := [⟨"ACT", .iters "i"⟩, ⟨"POOL", .sub (.count "POOL") (.const 3)⟩] },
           .op { engine := "POOL", name := "gmul", reads := [⟨"xn", [.elem (.fmod (.var "i") (.const 2))]⟩, ⟨"gamma", []⟩], writes := [⟨"yg", [.elem (.fmod (.var "i") (.const 2))]⟩], lat := .add (.const 64) (.mul (.const 1024) (.var "NS")), waits := [⟨"DMA1", .const 1⟩, ⟨"DVE", .count "DVE"⟩] },
-          .op { engine := "POOL", name := "badd", reads := [⟨"yg", [.elem (.fmod (.var "i") (.const 2))]⟩, ⟨"beta", []⟩], writes := [⟨"y", [.elem (.fmod (.var "i") (.const 2))]⟩], lat := .add (.const 64) (.mul (.const 1024) (.var "NS")), waits := [⟨"DMA1", .ite (.cmp .ge (.var "i") (.const 2)) (.add (.var "i") (.const 1)) (.const 2)⟩] },
+          .op { engine := "POOL", name := "badd", reads := [⟨"yg", [.elem (.fmod (.var "i") (.const 2))]⟩, ⟨"beta", []⟩], writes := [⟨"y", [.elem (.fmod (.var "i") (.const 2))]⟩], lat := .add (.const 64) (.mul (.const 1024) (.var "NS")), waits := [⟨"DMA1", .max (.iters "i") (.const 2)⟩] },
           .op { engine := "DMA1", name := "st", reads := [⟨"y", [.elem (.fmod (.var "i") (.const 2))]⟩], lat := .add (.const 1800) (.mul (.const 4096) (.var "NS")), waits := [⟨"POOL", .count "POOL"⟩] }
         ])
     ]) }

@@ -1,0 +1,194 @@
+"""Conditions and arithmetic for the nest stage (nest.py, nest_pieces.py), and what bounds
+prove of them: conditions kept in one spelling (`L >= k`, `L == k`), their conjuncts and
+negations, the value a failed condition leaves a variable, and proofs by elimination
+(algorithm/threshold/bounds.py) with `e % m` terms and finitely-valued variables taken one
+value at a time. No solver."""
+
+from __future__ import annotations
+
+import itertools
+
+from semantics.errors import Unsupported
+from semantics.ir import And, BinOp, Compare, Const, Not, Or, Var, walk_expr
+from semantics.simplify import cond as simplify_cond, simplify
+from algorithm.threshold.bounds import inequalities_of, proved
+from algorithm.threshold.facts import subst
+
+class NotNest(Unsupported):
+    """The program leaves the nest stage's class (internal: the later stages take it)."""
+
+
+TRUE = Compare("==", Const(0), Const(0))
+FALSE = Compare("==", Const(0), Const(1))
+
+def minus(a, b):
+    return simplify(BinOp("-", a, b))
+
+
+def plus(a, b):
+    return simplify(BinOp("+", a, b))
+
+
+def product(a, b):
+    return simplify(BinOp("*", a, b))
+
+
+def settled(c):
+    """The condition simplified, TRUE or FALSE where it is constant, its comparisons as
+    `L >= k` or `L == k` (one spelling per condition: `NS > 0` is `NS >= 1`)."""
+    from semantics.simplify import folded
+
+    c = simplify_cond(c)
+    value = folded(c)
+    if value is not None:
+        return TRUE if value else FALSE
+    parts = [normal_compare(k) for k in conjuncts(c)]
+    out = parts[0]
+    for k in parts[1:]:
+        out = And(out, k)
+    return out
+
+
+def normal_compare(c):
+    from semantics.simplify import expr, linear
+
+    if not isinstance(c, Compare) or c.op == "!=":
+        return c
+    left, right = (c.left, c.right) if c.op in (">=", ">", "==") else (c.right, c.left)
+    lin = linear(BinOp("-", left, right))  # lin >= 0, lin > 0 or lin == 0
+    if any(type(v) is not int for v in lin.values()):
+        return c
+    k = -lin.pop(None, 0) + (1 if c.op in (">", "<") else 0)
+    if not lin:
+        return c
+    return Compare("==" if c.op == "==" else ">=", expr(lin), Const(k))
+
+
+def conjunction(*conds):
+    out = TRUE
+    for c in conds:
+        out = c if out == TRUE else And(out, c)
+    return settled(out)
+
+
+def disjunction(conds):
+    out = conds[0]
+    for c in conds[1:]:
+        out = Or(out, c)
+    return simplify_cond(out)
+
+
+def conjuncts(c) -> list:
+    return conjuncts(c.left) + conjuncts(c.right) if isinstance(c, And) else [c]
+
+
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def negated(c):
+    return Compare(_NEGATED[c.op], c.left, c.right) if isinstance(c, Compare) else simplify_cond(Not(c))
+
+
+def pin(c, lowers: dict) -> dict:
+    """{v: value} when `c` (over one variable) leaves v only its lower bound."""
+    from semantics.simplify import linear
+
+    if not isinstance(c, Compare) or c.op not in ("<", "<="):
+        return {}
+    lin = linear(BinOp("-", c.left, c.right))  # lin < 0 or lin <= 0
+    terms = [(k, v) for k, v in lin.items() if k is not None]
+    if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1 or not isinstance(terms[0][0][0], Var):
+        return {}
+    var = terms[0][0][0].name
+    bound = -lin.get(None, 0) - (1 if c.op == "<" else 0)  # var <= bound
+    return {var: Const(bound)} if lowers.get(var) == bound else {}
+
+
+def proves(facts: list, claim) -> bool:
+    """Whether bounds prove the claim under the facts, the `e % m` terms of the claim (m
+    at most 4, two of them at most) taken one value at a time where the claim needs it:
+    a claim that holds for every value of such a term holds."""
+    from semantics.ir import map_expr
+    from semantics.printer import print_expr
+
+    forms = inequalities_of(facts)
+    if proved(forms, claim):
+        return True
+    atoms = sorted({n for n in walk_expr(claim) if isinstance(n, BinOp) and n.op == "%"
+                    and isinstance(n.right, Const) and 0 < n.right.value <= 4}, key=print_expr)
+    if not atoms or len(atoms) > 2:
+        return False
+    for values in itertools.product(*(range(a.right.value) for a in atoms)):
+        at = dict(zip(atoms, values))
+        case = settled(map_expr(claim, lambda n: Const(at[n]) if n in at else n))
+        if case != TRUE and not proved(forms, case):
+            return False
+    return True
+
+
+def proves_where(claim, missing: list, domain, pins, lowers) -> bool:
+    """Whether bounds prove `claim` where the conditions `missing` and the pins hold: one
+    value at a time for a variable that one of the conditions leaves finitely many (at
+    most 6) values above its lower bound."""
+    where = dict(pins)
+    for m in missing:
+        where.update(pin(m, lowers))
+    at = settled(subst(claim, where)) if where else claim
+    facts = [*domain, *(settled(subst(m, where)) for m in missing), *(Compare("==", Var(v), e) for v, e in where.items())]
+    if at == TRUE or proves([f for f in facts if f != TRUE], at):
+        return True
+    for m in missing:
+        few = finite_values(m, domain, lowers)
+        if few is not None and few[0] not in where:
+            var, values = few
+            return all(proves_where(claim, [*missing, Compare("==", Var(var), Const(v))], domain,
+                                     {**where, var: Const(v)}, lowers) for v in values)
+    return False
+
+
+def finite_values(c, domain, lowers: dict):
+    """(v, values) when `c` is over one variable v with a lower bound and holds at finitely
+    many values (at most 6 over the bound): bounds prove it false from some point on."""
+    from semantics.simplify import folded
+
+    names = {n.name for n in walk_expr(c) if isinstance(n, Var)}
+    if len(names) != 1 or not isinstance(c, Compare):
+        return None
+    (var,) = names
+    low = lowers.get(var)
+    if low is None:
+        return None
+    for top in range(low + 1, low + 7):
+        if proves([*domain, Compare(">=", Var(var), Const(top))], negated(c)):
+            return var, [v for v in range(low, top) if folded(subst(c, {var: Const(v)})) is not False]
+    return None
+
+
+def power_sum(poly, var: str, start, stop):
+    """sum of poly over var = start .. stop - 1 (poly a polynomial of degree <= 3 in var),
+    exact: Faulhaber's sums, 12 times over, divided once."""
+    from fractions import Fraction
+
+    from semantics.simplify import expr, linear
+
+    def times(*factors):
+        out = Const(1)
+        for f in factors:
+            out = BinOp("*", out, f)
+        return out
+
+    def f12(k, n):  # 12 * sum of i**k over i = 0 .. n - 1
+        m = BinOp("-", n, Const(1))
+        return {0: times(Const(12), n), 1: times(Const(6), n, m), 2: times(Const(2), m, n, BinOp("-", times(Const(2), n), Const(1))),
+                3: times(Const(3), n, m, n, m)}[k]
+
+    total = Const(0)
+    for mono, coef in linear(poly).items():
+        atoms = () if mono is None else mono
+        k = sum(1 for a in atoms if a == Var(var))
+        if k > 3 or any(a != Var(var) and any(isinstance(n, Var) and n.name == var for n in walk_expr(a)) for a in atoms):
+            raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
+        rest = expr({tuple(a for a in atoms if a != Var(var)) or None: coef})
+        total = BinOp("+", total, times(rest, BinOp("-", f12(k, stop), f12(k, start))))
+    lin = {m: Fraction(c) / 12 for m, c in linear(simplify(total)).items()}
+    return simplify(expr(lin))
