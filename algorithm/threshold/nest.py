@@ -86,7 +86,7 @@ def check_nest(program: Program) -> dict[str, Site]:
                     # holds the smaller one's, so the latest instance takes the largest index.
                     form = linear(stmt.hi)
                     if not names <= params | set(around) or any(type(c) is not int for c in form.values()) \
-                            or any(k is not None and len(k) > 1 for k in form) \
+                            or any(k is not None and (len(k) > 1 or not isinstance(k[0], Var)) for k in form) \
                             or any(c < 0 for k, c in form.items() if k is not None and k[0].name in around):
                         raise NotNest("a loop upper bound that is not affine and non-decreasing in the indices")
                     where = [Compare(">=", Var(p.name), Const(p.lower)) for p in program.params]

@@ -80,6 +80,15 @@ def test_programs_outside_the_class_are_left_to_the_later_stages():
             nest_mod.check_nest(load(str(ROOT / path)))
 
 
+def test_a_bound_with_min_over_an_enclosing_index_is_left_to_the_later_stages():
+    """Regression: a triangular bound `min(i + 1, N)` has an atom that is not a name; the
+    class check raised AttributeError on it instead of declining."""
+    program = parse_file(str(ROOT / "tests/data/threshold_cases/clamped_triangular.sync"))
+    with pytest.raises(Unsupported):
+        nest_mod.check_nest(program)
+    assert nest_mod.sync_nest(program, PlannerOptions()) is None
+
+
 # ---------------------------------------------------------------- generated nests
 
 ENGINES = ["E0", "E1", "E2"]
