@@ -74,7 +74,8 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         return None
     # A conjunct every candidate needs: where it fails there is no candidate (no wait), so
     # a piece whose count is <= 0 there too needs no test of it.
-    needed = set.intersection(*(set(conjuncts(c.condition)) for c in cands))
+    shared = set.intersection(*(set(conjuncts(c.condition)) for c in cands))
+    needed = [k for k in conjuncts(cands[0].condition) if k in shared]  # (in program text order, not a set's)
     for piece in pieces:
         for d in needed:
             if _at_most_0(nest, y, engine, piece[1], [negated(d)], domain, piece[2], lowers):
