@@ -19,10 +19,12 @@ a producer x, latest first:
   loop j and the same iterations of the loops around it.
 Every other loop index of the candidate (x's own loops, the common loops inside j) is free
 in its range, and each index equation constrains one of them alone: a congruence `u % p ==
-r` (periodic indices of equal shape) or an equation `u == e` (an index of slope +-1). In a
-rectangular nest the instances in program order are ordered lexicographically by their
-loop indices, so the latest instance takes the largest allowed value of each free index in
-turn: `ub - (ub - r) % p`, `e`, or the range's end. The candidate exists when each value
+r` (periodic indices of equal values up to a shift) or an equation `u == e` (an index of
+slope +-1). In a nest the instances in program order are ordered lexicographically by
+their loop indices, and a larger index leaves the loops inside it a range that holds the
+smaller one's (bounds non-decreasing in enclosing indices), so the latest instance takes
+the largest allowed value of each free index in turn: `ub - (ub - r) % p`, `e`, or the
+range's end. The candidate exists when each value
 lies in its range and the equations that involve no free index hold. Its B is
 (the F-instances of loop j's iterations u_j .. w_j - 1) + (those of its body before y) -
 (those before x) - 1, each count a polynomial of the indices and parameters (a sum over
@@ -132,7 +134,7 @@ class Candidate:
 
 
 class Nest:
-    """The counts of one program (rectangular: every loop runs HI - LO times)."""
+    """The counts and candidates of one program of the class."""
 
     def __init__(self, program: Program, found: dict[str, Site], conflicts=conflicting_pairs):
         self.program, self.sites, self.conflicts = program, found, conflicts
@@ -378,7 +380,7 @@ def _shift(fx: Index, fy: Index) -> int | None:
 
 def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bool = True, counts=None,
               untracked: frozenset = frozenset()):
-    """(entries (op, engine, threshold), dependence pairs) of a rectangular nest, or
+    """(entries (op, engine, threshold), dependence pairs) of a nest of the class, or
     NotNest. `counts`: the Nest class (tests pass broken ones)."""
     found = check_nest(program)
     nest = (counts or Nest)(program, found, conflicts)
@@ -420,7 +422,7 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
 
 
 def sync_nest(program: Program, options, only: frozenset | None = None, untracked: frozenset = frozenset()):
-    """(plan entries, dependence pairs, waits dropped as redundant) of a rectangular nest,
+    """(plan entries, dependence pairs, waits dropped as redundant) of a nest of the class,
     or None (the later stages plan it). Waits that a concrete run does not show needed
     go to the general stage's redundancy proofs (irredundant.py), which may drop them.
     `only`: the ops whose waits may be dropped (irredundant's); `untracked`: loops whose

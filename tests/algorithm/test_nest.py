@@ -1,4 +1,4 @@
-"""The nest stage (algorithm/threshold/nest.py) on rectangular loop nests: every threshold
+"""The nest stage (algorithm/threshold/nest.py) on loop nests: every threshold
 it plans is the brute-force T_min at every instance, the output it returns is bisimilar
 per the independent oracle, and broken variants of its counts are caught. Expected values
 come from the definition (tests/support), never from the planner."""
@@ -47,7 +47,7 @@ def problems(program, counts=None, hi: int = 3) -> list[str]:
 
 
 @pytest.mark.parametrize("path", TAKEN)
-def test_rectangular_kernels_are_planned_exactly_by_the_nest_stage(path):
+def test_kernels_in_the_nest_class_are_planned_exactly(path):
     program = parse_file(str(ROOT / path))
     entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
     assert problems(program) == []
