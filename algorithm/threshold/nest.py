@@ -140,6 +140,7 @@ class Nest:
         self.program, self.sites, self.conflicts = program, found, conflicts
         self._n: dict = {}
         self._index: dict = {}
+        self._before_y: dict = {}
         self.params = param_bounds(program.params)
         self.param_names = frozenset(p.name for p in program.params)
 
@@ -184,8 +185,22 @@ class Nest:
                                      self.before(loop.body, rest, env, engine)))
         return simplify(total)
 
+    def before_y(self, y: Site, engine: str):
+        """The F-instances before y in program order, over y's indices (built once)."""
+        key = ("closed", y.op.name, engine)
+        if key not in self._before_y:
+            y_env = {l.var: Var(l.var) for l in y.loops}
+            self._before_y[key] = self.before(self.program.body, y.trail, y_env, engine)
+        return self._before_y[key]
+
     def iters_count(self, y: Site, engine: str):
-        """The F-instances before y, against the tracked iteration counts."""
+        """The F-instances before y, against the tracked iteration counts (built once)."""
+        key = ("iters", y.op.name, engine)
+        if key not in self._before_y:
+            self._before_y[key] = self._iters_count(y, engine)
+        return self._before_y[key]
+
+    def _iters_count(self, y: Site, engine: str):
         total = Const(0)
         enclosing = {id(l) for l in y.loops}
         for x in self.sites.values():
@@ -407,8 +422,7 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
             pieces = threshold_of(nest, y, engine, cands)
             if pieces is None:
                 continue
-            y_env = {l.var: Var(l.var) for l in y.loops}
-            before = nest.before(nest.program.body, y.trail, y_env, engine)
+            before = nest.before_y(y, engine)
             closed = written([(d, each(gap, lambda g: [minus(before, g)])) for d, gap, _ in pieces], lambda forms: forms[0])
             if isinstance(closed, Const) and closed.value <= 0:
                 continue

@@ -10,7 +10,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from semantics.context import Site
-from semantics.ir import Compare, Const, Count, IfExpr, Iters, Max, Var, walk_expr
+from semantics.ir import Compare, Const, Count, IfExpr, Iters, Max, walk_expr
 from semantics.simplify import simplify
 from algorithm.threshold.facts import domain_conds, subst
 from algorithm.threshold.reasoning import (
@@ -20,6 +20,7 @@ from algorithm.threshold.thresholds import operators
 
 if TYPE_CHECKING:
     from algorithm.threshold.nest import Candidate, Nest
+
 
 def _later_first(cands: list[Candidate], domain: list) -> list[Candidate]:
     """The candidates latest first: by level, and within a level by their gaps (a smaller
@@ -95,16 +96,22 @@ def _max_of_last_two(nest: Nest, y: Site, engine: str, pieces, domain, lowers) -
     (disjuncts, gap1, pins1), (_, gap2, pins2) = pieces[-2:]
     if isinstance(gap1, tuple) or isinstance(gap2, tuple):
         return False
-    y_env = {l.var: Var(l.var) for l in y.loops}
-    before = nest.before(nest.program.body, y.trail, y_env, engine)
+    before = nest.before_y(y, engine)
     a, b = minus(before, gap1), minus(before, gap2)
     if not all(proves_where(Compare(">=", a, b), conjuncts(d), domain, pins1, lowers) for d in disjuncts):
         return False
+    ways = _ways_to_fail(disjuncts)
+    return ways is not None and all(proves_where(Compare("<=", a, b), missing, domain, pins2, lowers)
+                                    for missing in ways)
+
+
+def _ways_to_fail(disjuncts) -> list | None:
+    """Each way the conditions all fail, as the negated conjuncts (one of each condition);
+    None past 12 conjuncts in all (the product would grow past use)."""
     choices = [conjuncts(d) for d in disjuncts]
     if sum(len(c) for c in choices) > 12:
-        return False
-    return all(proves_where(Compare("<=", a, b), [negated(c) for c in failing], domain, pins2, lowers)
-               for failing in itertools.product(*choices))
+        return None
+    return [[negated(c) for c in failing] for failing in itertools.product(*choices)]
 
 
 def each(gap, fn):
@@ -125,25 +132,21 @@ def _at_most_0_where_missing(nest: Nest, y: Site, engine: str, piece, domain, pi
     the count is its closed form before y): then the last piece needs no `else 0`. Each
     way of failing them (one conjunct of each condition false) is decided by bounds."""
     disjuncts, gap, _ = piece
-    choices = [conjuncts(d) for d in disjuncts]
-    if sum(len(c) for c in choices) > 12:
-        return False
-    return all(_at_most_0(nest, y, engine, gap, [negated(c) for c in failing], domain, pins, lowers)
-               for failing in itertools.product(*choices))
+    ways = _ways_to_fail(disjuncts)
+    return ways is not None and all(_at_most_0(nest, y, engine, gap, missing, domain, pins, lowers)
+                                    for missing in ways)
 
 
 def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pins, lowers) -> bool:
     """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the pins)."""
-    y_env = {l.var: Var(l.var) for l in y.loops}
-    value = minus(nest.before(nest.program.body, y.trail, y_env, engine), gap)
+    value = minus(nest.before_y(y, engine), gap)
     return proves_where(Compare("<=", value, Const(0)), missing, domain, pins, lowers)
 
 
 def equal_forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool, untracked: frozenset = frozenset()) -> list:
     """count(F) - gap in its equal forms of least arithmetic, in order of preference:
     over indices and parameters (no register to keep), against count(F), against iters."""
-    y_env = {l.var: Var(l.var) for l in y.loops}
-    forms = [minus(nest.before(nest.program.body, y.trail, y_env, engine), gap),
+    forms = [minus(nest.before_y(y, engine), gap),
              *([minus(Count(engine), gap)] if count_registers else []),
              minus(nest.iters_count(y, engine), gap)]
     forms = [f for f in forms if not any(isinstance(n, Iters) and n.var in untracked for n in walk_expr(f))]
