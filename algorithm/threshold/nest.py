@@ -404,7 +404,10 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
         for buffer in {a.buffer for a in site.op.reads + site.op.writes}:
             by_buffer.setdefault(buffer, []).append(site)
     planned, pairs = [], 0
-    for y in found.values():
+    from algorithm.threshold.pipeline import checkpoint  # (here: pipeline imports this module)
+
+    for n, y in enumerate(found.values()):
+        checkpoint[0](f"threshold stage 'nest', op {y.op.name} ({n + 1}/{len(found)})")
         for engine in program.engines:
             if engine == y.op.engine:
                 continue

@@ -73,6 +73,30 @@ def test_the_strategy_takes_the_nest_stage_and_asks_no_solver(monkeypatch):
     assert result.stats.waits == 8 and not result.stats.conservative
 
 
+def test_the_stage_reports_progress_and_can_be_stopped_at_each_op(monkeypatch):
+    """Like the general stage, the nest stage passes the pipeline's checkpoint before each
+    op (progress lines, and `--timeout`'s LimitReached raised from it)."""
+    import algorithm.threshold.pipeline as pipeline
+
+    seen = []
+    monkeypatch.setattr(pipeline, "checkpoint", [seen.append])
+    program = parse_file(str(ROOT / "kernels/suite/tiled_matmul.sync"))
+    nest_mod.plan_nest(program)
+    assert [s for s in seen if s.startswith("threshold stage 'nest', op")] == [
+        f"threshold stage 'nest', op {name} ({n}/5)" for n, name in enumerate(["ld_lhsT", "ld_rhs", "mm", "evac", "store"], 1)]
+
+    class Stop(Exception):
+        pass
+
+    def stop(where):
+        if "op mm" in where:
+            raise Stop(where)
+
+    monkeypatch.setattr(pipeline, "checkpoint", [stop])
+    with pytest.raises(Stop):
+        nest_mod.plan_nest(program)
+
+
 def test_programs_outside_the_class_are_left_to_the_later_stages():
     for path in ["kernels/suite/flash_attention_causal.sync", "kernels/suite/attention_cte_query_outer.sync",
                  "kernels/dma_trigger.sync", "kernels/snax/tiled_add.mlir"]:
