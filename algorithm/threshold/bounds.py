@@ -188,16 +188,22 @@ def _atom_facts(forms) -> list:
 
 
 def _proves(goal: dict, facts: list) -> bool:
-    return _eliminate(goal, facts, [PROOF_STEPS])
+    return _eliminate(goal, facts, [PROOF_STEPS], set())
 
 
-def _eliminate(goal: dict, facts: list, budget: list) -> bool:
+def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
     atoms = [m for m in goal if m is not None]
     if not atoms:
         return goal.get(None, 0) >= 0
+    if any(_multiple(goal, f) for f in facts):
+        return True
+    key = frozenset(goal.items())
+    if key in path:
+        return False  # (a cycle of eliminations: this goal is being tried further up)
     budget[0] -= 1
     if budget[0] < 0:
         return False
+    path = path | {key}
     # The atom bounded by the latest fact (the innermost loop's index: facts come
     # outermost first), each fact of the right sign tried, latest first; when that atom
     # cannot be eliminated there is no proof this way.
@@ -215,11 +221,22 @@ def _eliminate(goal: dict, facts: list, budget: list) -> bool:
         smaller = {k: v for k, v in smaller.items() if v != 0}
         if sum(1 for k in smaller if k is not None) > len(atoms) + 1:
             continue  # growing: another fact may do better
-        if _eliminate(_tight(smaller), facts, budget):
+        if _eliminate(_tight(smaller), facts, budget, path):
             return True
         if budget[0] < 0:
             return False
     return False
+
+
+def _multiple(goal: dict, fact: dict) -> bool:
+    """Whether goal = k * fact + c with k > 0 and c >= 0 (the fact proves the goal)."""
+    names = [m for m in goal if m is not None]
+    if len(names) != sum(1 for m in fact if m is not None) or any(m not in fact for m in names):
+        return False
+    from fractions import Fraction
+
+    k = Fraction(goal[names[0]]) / Fraction(fact[names[0]])
+    return k > 0 and all(goal[m] == k * fact[m] for m in names) and goal.get(None, 0) - k * fact.get(None, 0) >= 0
 
 
 def _latest_bound(atom, c, facts) -> int:
@@ -261,6 +278,17 @@ def by_residues(conds, claim) -> bool:
         if not any(all(_proves(g, facts) for g in alternative) for alternative in goals):
             return False
     return True
+
+
+def residue_classes(nodes, limit: int = RESIDUE_CASES) -> list | None:
+    """Each residue class of the names under a constant `//` or `%` of the nodes, as
+    values (N -> 2 * N' + r, the name N' fresh); None where there is none or more than
+    `limit`."""
+    periods = _periods(nodes)
+    total = 1
+    for period in periods.values():
+        total *= period
+    return list(_classes(periods)) if periods and total <= limit else None
 
 
 def _classes(periods: dict):

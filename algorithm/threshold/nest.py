@@ -46,14 +46,15 @@ import attrs
 
 from semantics.context import Site, common_depth, sites, static_order
 from semantics.errors import Unsupported
-from semantics.ir import And, BinOp, Compare, Const, Count, For, If, Iters, Program, Range, Var, walk_expr
-from semantics.simplify import linear, simplify
+from semantics.ir import And, BinOp, Compare, Const, Count, For, If, IfExpr, Iters, Min, Program, Range, Var, walk_expr
+from semantics.simplify import expr, linear, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.facts import domain_conds, param_bounds, subst
 from algorithm.threshold.flat import Index, check_index, least_bound
-from algorithm.threshold.nest_pieces import chooser, each, equal_forms, threshold_of, written
+from algorithm.threshold.nest_guards import Guard, count_where, decided, guard_of, holds_at
+from algorithm.threshold.nest_pieces import chooser, each, piece_forms, threshold_of, written
 from algorithm.threshold.reasoning import (  # noqa: F401  (NotNest: the stage's exception, raised here)
-    FALSE, TRUE, NotNest, conjunction, minus, plus, power_sum, product, proves, settled,
+    FALSE, TRUE, NotNest, conjunction, minus, plus, power_sum, product, proves, refuted, settled,
 )
 
 _SUMMED = "#t"  # the index a sum over a loop's iterations runs over (no kernel name has "#")
@@ -75,7 +76,9 @@ def check_nest(program: Program) -> dict[str, Site]:
     def visit(body, around):
         for stmt in body:
             if isinstance(stmt, If):
-                raise NotNest("an if")
+                guard_of(stmt.cond, True, around)  # (NotNest unless a guard of the class)
+                visit(stmt.then, around)
+                visit(stmt.else_, around)
             if isinstance(stmt, For):
                 if not isinstance(simplify(stmt.lo), Const):
                     raise NotNest("a loop lower bound that is not a constant")
@@ -112,9 +115,9 @@ def check_nest(program: Program) -> dict[str, Site]:
             for index in access.indices:
                 if isinstance(index, Range):
                     bounds = {n.name for e in (index.lo, index.hi) for n in walk_expr(e) if isinstance(n, Var)}
-                    if not bounds <= params or any(isinstance(n, (Iters, Count)) for e in (index.lo, index.hi)
-                                                   for n in walk_expr(e)):
-                        raise NotNest("a range over more than parameters")
+                    if not bounds <= params | loop_vars or any(isinstance(n, (Iters, Count)) for e in (index.lo, index.hi)
+                                                               for n in walk_expr(e)):
+                        raise NotNest("a range over more than parameters and loop indices")
                     continue
                 names = {n.name for n in walk_expr(index) if isinstance(n, Var)}
                 if len(names) > 1 or not names <= loop_vars:
@@ -128,9 +131,10 @@ class Candidate:
     key: tuple  # program order between candidates of one consumer: larger is later
     condition: object  # over y's loop indices and the parameters
     gap: object  # B: the F-instances strictly between the instance and y
-    pins: tuple  # (var, value) that hold where the condition fails (and the earlier ones do)
+    origin: int  # candidates of one origin are the ways one instance's conditions go: exclusive
     site: Site  # the producer
     values: dict = attrs.field(eq=False)  # its loop indices, over y's (irredundant.Source)
+    facts: tuple = ()  # what else holds where it exists (its index at least its lower bound)
 
 
 class Nest:
@@ -143,6 +147,21 @@ class Nest:
         self._before_y: dict = {}
         self.params = param_bounds(program.params)
         self.param_names = frozenset(p.name for p in program.params)
+        self.guards = {name: _guards(site) for name, site in found.items()}
+        self._origins = 0
+
+    def domain(self, y: Site) -> list:
+        """What holds where y runs: the parameters' bounds, its loops' ranges, its guards
+        (also in the spelling bounds can use: `u % p == r`, `e % m >= 1`)."""
+        out = [*self.params, *domain_conds(y)]
+        for g in self.guards[y.op.name]:
+            if not isinstance(g, Guard):
+                out.append(g)  # (over the parameters: `e % m >= 1` for `not e % m == 0`)
+            elif g.op == "mod" and len(g.residues) == 1:
+                out.append(holds_at(g, Var(g.var)))
+                lo = next(simplify(l.lo).value for l in y.loops if l.var == g.var)  # its least value
+                out.append(Compare(">=", Var(g.var), Const(lo + (min(g.residues) - lo) % g.period)))
+        return out
 
     def over_indices(self, loop) -> bool:
         """Whether the loop's upper bound reads an enclosing loop's index (triangular)."""
@@ -159,6 +178,9 @@ class Nest:
             for stmt in stmts:
                 if isinstance(stmt, For):
                     total = plus(total, self.iterations(stmt, stmt.hi, {}, engine))
+                elif isinstance(stmt, If):
+                    a, b = self.instances(stmt.then, engine), self.instances(stmt.else_, engine)
+                    total = plus(total, a if a == b else IfExpr(stmt.cond, a, b))
                 elif getattr(stmt, "engine", None) == engine:
                     total = plus(total, Const(1))
             self._n[key] = (stmts, total)
@@ -170,9 +192,7 @@ class Nest:
         are over y's names, which may be the loop's own: the sum runs over a fresh one."""
         body = subst(self.instances(loop.body, engine), {**env, loop.var: Var(_SUMMED)})
         start = loop.lo if start is None else start
-        if any(isinstance(n, Var) and n.name == _SUMMED for n in walk_expr(body)):
-            return power_sum(body, _SUMMED, start, upto)
-        return product(minus(upto, start), body)
+        return _summed(body, start, upto)
 
     def before(self, stmts, steps, env: dict, engine: str):
         """F-instances of the statements' execution before the point `steps` leads to,
@@ -183,6 +203,8 @@ class Nest:
             loop = step.stmt
             total = plus(total, plus(self.iterations(loop, env[loop.var], env, engine),
                                      self.before(loop.body, rest, env, engine)))
+        elif isinstance(step.stmt, If):
+            total = plus(total, self.before(_body(step), rest, env, engine))
         return simplify(total)
 
     def before_y(self, y: Site, engine: str):
@@ -201,6 +223,8 @@ class Nest:
         return self._before_y[key]
 
     def _iters_count(self, y: Site, engine: str):
+        if any(x.op.engine == engine and x.guards for x in self.sites.values()):
+            return None  # (an op under a guard runs in some iterations of its loop only)
         total = Const(0)
         enclosing = {id(l) for l in y.loops}
         for x in self.sites.values():
@@ -228,12 +252,16 @@ class Nest:
             if to_end and mine is not None and simplify(mine.lo) == simplify(loop.lo) \
                     and simplify(mine.hi) == simplify(loop.hi) and exists.op == ">=":
                 return True
-        return proves([*self.params, *domain_conds(y)], exists)
+        return proves(self.domain(y), exists)
 
     def _range_equation(self, x: Site, y: Site, ix, iy, pinned: set, loops: dict):
-        """A dimension where a side is a range over parameters: the condition over y's
-        indices (or FALSE) under which the two meet, None when they always do, NotNest
-        where a free index of x would have to lie in part of its range."""
+        """A dimension where a side is a range (over parameters and loop indices): the
+        condition over y's indices (or FALSE) under which the two meet, None when they
+        always do, NotNest where a free index of x would have to lie in part of its range
+        or x's range reads one."""
+        if isinstance(ix, Range) and any(isinstance(n, Var) and n.name in loops and n.name not in pinned
+                                         for e in (ix.lo, ix.hi) for n in walk_expr(e)):
+            raise NotNest("a range over a free loop index")
         if isinstance(ix, Range) and isinstance(iy, Range):
             return settled(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)))
         if isinstance(ix, Range):
@@ -245,7 +273,7 @@ class Nest:
         offset = minus(ix, Var(loop.var))
         if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
             raise NotNest("a range against an index of slope other than 1")
-        inside = [*self.params, *domain_conds(y)]
+        inside = self.domain(y)
         if proves(inside, Compare("<=", iy.lo, plus(loop.lo, offset))) and \
                 proves(inside, Compare("<=", plus(loop.hi, offset), iy.hi)):
             return None
@@ -278,17 +306,17 @@ class Nest:
         levels = []
         if static_order(x, y) == "before":
             levels.append(None)  # the same iterations of every common loop
-        levels += list(reversed(range(depth)))
+        levels += [j for j in reversed(range(depth)) if isinstance(common[j].stmt, For)]
         out = []
         for j in levels:
-            found = self._candidate(x, y, pair, engine, depth, common, j)
-            if found is not None:
-                out.append(found)
+            out += self._candidates(x, y, pair, engine, depth, common, j)
         return out
 
-    def _candidate(self, x: Site, y: Site, pair, engine, depth, common, j):
+    def _candidates(self, x: Site, y: Site, pair, engine, depth, common, j) -> list[Candidate]:
+        """The candidate at level j (None: the same iterations), as the ways its
+        conditions go (exclusive; one where every choice is decided)."""
         ax, ay = pair
-        pinned = {s.stmt.var for s in (common if j is None else common[:j])}
+        pinned = {s.stmt.var for s in (common if j is None else common[:j]) if isinstance(s.stmt, For)}
         loops = {l.var: l for l in x.loops}
         free = [l.var for l in x.loops if l.var not in pinned]  # outermost first
         diverging = None if j is None else common[j].stmt.var
@@ -299,7 +327,7 @@ class Nest:
                 if found is None:
                     continue
                 if found == FALSE:
-                    return None
+                    return []
                 conds.append(found)
                 continue
             names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
@@ -307,70 +335,199 @@ class Nest:
             if var is None or var in pinned:
                 conds.append(self._pinned_equation(ix, iy, var))
                 continue
-            fx = self.index(ix, var)
-            y_names = [n.name for n in walk_expr(iy) if isinstance(n, Var)]
-            y_var = y_names[0] if y_names else None
-            if fx.a == 0:
-                if y_var is not None:
-                    shift = _shift(fx, self.index(iy, y_var))
-                    if shift is None:
-                        raise NotNest("periodic indices that meet at some residues only")
-                    new = ("mod", simplify(BinOp("+", Var(y_var), Const(shift))) if shift else Var(y_var), fx.p)
-                else:
-                    value = simplify(iy).value
-                    residues = [r for r in range(fx.p) if fx.base[r] == value]
-                    if not residues:
-                        return None
-                    if len(residues) == fx.p:
-                        continue
-                    if len(residues) > 1:
-                        raise NotNest("an index equation with several residues")
-                    new = ("mod", Const(residues[0]), fx.p)
-            elif fx.p == 1 and fx.a in (1, -1):
-                new = ("at", simplify(BinOp("*", Const(fx.a), BinOp("-", iy, Const(fx.base[0])))))
-            else:
-                raise NotNest("an index of slope other than +-1")
+            new = self._equation(ix, iy, var)
+            if new is None:
+                return []
+            if new == "any":
+                continue
             if constraint.get(var, new) != new:
                 raise NotNest("two equations on one loop index")
             constraint[var] = new
-        x_env = {v: Var(v) for v in pinned}
+        guards: dict = {}
+        for g in self.guards[x.op.name]:
+            if not isinstance(g, Guard):
+                conds.append(g)  # over the parameters
+            elif g.var in pinned:
+                conds.append(holds_at(g, Var(g.var)))
+            else:
+                guards.setdefault(g.var, []).append(g)
+        inside = self.domain(y)
+        states = [({v: Var(v) for v in pinned}, conds, [])]
         for var in free:
-            loop = loops[var]
-            lo = simplify(loop.lo)
-            ub = minus(Var(var), Const(1)) if var == diverging else minus(subst(loop.hi, x_env), Const(1))
-            match constraint.get(var):
-                case None:
-                    # (a bound over enclosing indices is at least LO + 1 wherever reached)
-                    value, exists = ub, [] if self.over_indices(loop) and var != diverging else [Compare(">=", ub, lo)]
-                case ("mod", r, p):
-                    value = minus(ub, BinOp("%", BinOp("-", ub, r), Const(p)))
-                    exists = [Compare(">=", value, lo)]
-                case ("at", e):
-                    value, exists = e, [Compare(">=", e, lo), Compare("<=", e, ub)]
-            x_env[var] = value
-            conds += [e for e in exists if not self._witnessed(y, loop, constraint.get(var), e, var != diverging)]
-        inside = [*self.params, *domain_conds(y)]
-        conds = [c for c in conds if settled(c) != TRUE and not proves(inside, c)]
-        condition = conjunction(*conds)  # (index equations kept above read pinned names only: y's)
-        if condition == FALSE:
-            return None
+            states = [(env | {var: value}, cs + more, fs + facts) for env, cs, fs in states
+                      for value, more, facts in self._largest(y, loops[var], var == diverging, env, constraint.get(var),
+                                                       guards.get(var, ()), inside)]
+        out = []
+        self._origins += 1
+        for x_env, cs, facts in states:
+            cs = [c for c in (settled(c) for c in cs) if c != TRUE and not proves(inside, c)]
+            condition = conjunction(*cs)  # (index equations kept above read pinned names only: y's)
+            if condition == FALSE or any(refuted([*inside, *cs[:k], *cs[k + 1:]], c) for k, c in enumerate(cs)):
+                continue
+            gap = self._gap(x, y, engine, depth, common, j, x_env)
+            values = {l.var: x_env[l.var] for l in x.loops}
+            key = (depth, 0) if j is None else (j, 1)
+            gap = decided(gap, [*inside, condition])
+            out.append(Candidate(key, condition, gap, self._origins, x, values, tuple(facts)))
+        return out
+
+    def _equation(self, ix, iy, var):
+        """x's index over its free index `var` equals y's: ("mod", r, p) (var % p == r %
+        p), ("at", e) (var == e), "any" (always), None (never), or NotNest."""
+        fx = self.index(ix, var)
+        y_names = [n.name for n in walk_expr(iy) if isinstance(n, Var)]
+        y_var = y_names[0] if y_names else None
+        if fx.a == 0:
+            if y_var is not None:
+                shift = _shift(fx, self.index(iy, y_var))
+                if shift is None:
+                    raise NotNest("periodic indices that meet at some residues only")
+                return ("mod", simplify(BinOp("+", Var(y_var), Const(shift))) if shift else Var(y_var), fx.p)
+            value = simplify(iy).value
+            residues = [r for r in range(fx.p) if fx.base[r] == value]
+            if not residues:
+                return None
+            if len(residues) == fx.p:
+                return "any"
+            if len(residues) > 1:
+                raise NotNest("an index equation with several residues")
+            return ("mod", Const(residues[0]), fx.p)
+        if fx.p == 1 and fx.a in (1, -1):
+            return ("at", simplify(BinOp("*", Const(fx.a), BinOp("-", iy, Const(fx.base[0])))))
+        raise NotNest("an index of slope other than +-1")
+
+    def _largest(self, y: Site, loop, diverging: bool, env: dict, constraint, guards, inside) -> list:
+        """[(value, conditions)]: the largest value of a free index (its loop at `loop`,
+        the enclosing ones at `env`) that its equation and guards allow, with the
+        conditions under which it exists; two ways where bounds cannot tell which of two
+        upper bounds is the smaller."""
+        var = loop.var
+        lo = simplify(loop.lo)
+        ub = minus(Var(var), Const(1)) if diverging else minus(subst(loop.hi, env), Const(1))
+        lowers, uppers, at, mod, conds = [lo], [ub], None, None, []
+        match constraint:
+            case ("mod", r, p):
+                mod = (r, p)
+            case ("at", e):
+                at = e
+        for g in guards:
+            match g.op:
+                case ">=":
+                    lowers.append(g.bound)
+                case "<=":
+                    uppers.append(g.bound)
+                case "==":
+                    at, conds = (g.bound, conds) if at is None else (at, [*conds, Compare("==", at, g.bound)])
+                case "!=" if simplify(g.bound) == lo:
+                    lowers.append(plus(lo, Const(1)))
+                case "!=" if simplify(g.bound) == minus(subst(loop.hi, env), Const(1)):
+                    uppers.append(minus(g.bound, Const(1)))
+                case "mod" if len(g.residues) == g.period:
+                    pass
+                case "mod" if not g.residues:
+                    return []
+                case "mod" if len(g.residues) == 1:
+                    (rho,) = g.residues
+                    if mod is None:
+                        mod = (Const(rho), g.period)
+                    elif mod[1] % g.period == 0:  # the equation's residue decides the guard
+                        conds.append(holds_at(g, mod[0]))
+                    elif g.period % mod[1] == 0:  # the guard's residue decides the equation
+                        conds.append(holds_at(attrs.evolve(g, period=mod[1], residues=frozenset({rho % mod[1]})), mod[0]))
+                        mod = (Const(rho), g.period)
+                    else:
+                        raise NotNest("a guard and an index equation of unrelated periods")
+                case _:
+                    raise NotNest("a guard that leaves a loop index several ranges")
+        ways = [(ub, [])]
+        for bound in uppers[1:]:
+            ways = [w for top, cs in ways for w in _smaller(top, bound, [*inside, *cs], cs)]
+        out = []
+        for top, cs in ways:
+            facts = []
+            if at is not None:
+                value = at
+                exists = [*(Compare(">=", at, low) for low in lowers), Compare("<=", at, top)]
+                if mod is not None:
+                    exists.append(holds_at(Guard(var, "mod", residues=frozenset({0}), period=mod[1]), minus(at, mod[0])))
+            elif mod is not None:  # (a constant residue: the least value >= low of it is at most top)
+                value = minus(top, BinOp("%", BinOp("-", top, mod[0]), Const(mod[1])))
+                least = [plus(low, BinOp("%", BinOp("-", mod[0], low), Const(mod[1]))) for low in lowers]
+                exists = [Compare(">=", top, e) if isinstance(e, Const) else Compare(">=", value, low)
+                          for e, low in zip(least, lowers)]
+                facts = [Compare(">=", value, low) for low in lowers]
+            else:
+                value = top
+                plain = len(lowers) == 1 and len(uppers) == 1
+                exists = [] if plain and self.over_indices(loop) and not diverging else [Compare(">=", top, low) for low in lowers]
+            if not guards:
+                exists = [e for e in exists if not self._witnessed(y, loop, constraint, e, not diverging)]
+            out.append((value, [*conds, *cs, *exists], facts))
+        return out
+
+    def _gap(self, x: Site, y: Site, engine, depth, common, j, x_env):
+        """B: the F-instances strictly between x at `x_env` and y."""
         y_env = {l.var: Var(l.var) for l in y.loops}
         if j is None:
-            stmts = self.program.body if depth == 0 else common[-1].stmt.body
+            stmts = self.program.body if depth == 0 else _body(common[-1])
             start, lead = depth, Const(0)
         else:
             loop = common[j].stmt
             stmts, start = loop.body, j + 1
             lead = self.iterations(loop, Var(loop.var), y_env, engine, start=x_env[loop.var])
-        gap = plus(lead, minus(minus(self.before(stmts, y.trail[start:], y_env, engine),
-                                   self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
-        pins = ()
-        if j is not None and constraint.get(diverging) is None:
-            lo = simplify(loops[diverging].lo)
-            if condition == conjunction(Compare(">=", minus(Var(diverging), Const(1)), lo)):
-                pins = ((diverging, lo),)  # failing `w_j - 1 >= lo` alone means w_j == lo
-        key = (depth, 0) if j is None else (j, 1)
-        return Candidate(key, condition, gap, pins, x, {l.var: x_env[l.var] for l in x.loops})
+        return plus(lead, minus(minus(self.before(stmts, y.trail[start:], y_env, engine),
+                                      self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
+
+
+def _smaller(a, b, facts, cs) -> list:
+    """[(the smaller of a and b, conditions)]: one way where bounds decide it, else both."""
+    if proves(facts, Compare("<=", a, b)):
+        return [(a, cs)]
+    if proves(facts, Compare("<=", b, a)):
+        return [(b, cs)]
+    return [(simplify(Min(a, b)), cs)]
+
+
+def _body(step):
+    """The statements inside a trail step: a loop's body, or the branch of an `if` taken."""
+    if isinstance(step.stmt, For):
+        return step.stmt.body
+    return step.stmt.then if step.branch else step.stmt.else_
+
+
+def _guards(site: Site) -> list:
+    """The guards on the site's instances (nest_guards.guard_of), outermost first."""
+    out, around = [], []
+    for step in site.trail[:-1]:
+        if isinstance(step.stmt, For):
+            around.append(step.stmt.var)
+        else:
+            out.append(guard_of(step.stmt.cond, step.branch, around))
+    return out
+
+
+def _summed(body, start, stop):
+    """The sum of the body's count over the index #t = start .. stop - 1: Faulhaber's sums
+    for its polynomial part, `count_where` for a part under a guard on #t."""
+    mentions = lambda e: any(isinstance(n, Var) and n.name == _SUMMED for n in walk_expr(e))  # noqa: E731
+    plain, total = {}, Const(0)
+    for mono, coef in linear(body).items():
+        guarded = [a for a in mono or () if isinstance(a, IfExpr) and mentions(a.cond)]
+        if not guarded:
+            plain[mono] = coef
+            continue
+        atom = guarded[0]
+        rest = expr({tuple(a for a in mono if a is not atom) or None: coef})
+        if len(guarded) > 1 or any(mentions(e) for e in (rest, atom.then, atom.else_)):
+            raise NotNest("a count under a guard that varies with its loop index")
+        g = guard_of(atom.cond, True, (_SUMMED,))
+        count = count_where(g, start, stop)
+        total = plus(total, product(rest, plus(product(atom.else_, minus(stop, start)),
+                                               product(minus(atom.then, atom.else_), count))))
+    poly = expr(plain)
+    if mentions(poly):
+        return plus(total, power_sum(poly, _SUMMED, start, stop))
+    return plus(total, product(minus(stop, start), poly))
 
 
 def _shift(fx: Index, fy: Index) -> int | None:
@@ -426,11 +583,11 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
             if pieces is None:
                 continue
             before = nest.before_y(y, engine)
-            closed = written([(d, each(gap, lambda g: [minus(before, g)])) for d, gap, _ in pieces], lambda forms: forms[0])
+            closed = written([(p.conditions, each(p.gap, lambda g: [minus(before, g)])) for p in pieces],
+                             lambda forms: forms[0])
             if isinstance(closed, Const) and closed.value <= 0:
                 continue
-            forms = [(d, each(gap, lambda g: equal_forms(nest, y, engine, g, count_registers, untracked)))
-                     for d, gap, _ in pieces]
+            forms = [(p.conditions, piece_forms(nest, y, engine, p, count_registers, untracked)) for p in pieces]
             planned.append((y.op.name, engine, forms, closed, tuple((c.site, c) for c in cands)))
     choice = chooser([f for _, _, pieces, _, _ in planned for _, forms in pieces
                        for f in (forms[1:] if forms[0] == "max" else [forms])])

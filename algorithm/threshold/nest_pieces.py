@@ -5,16 +5,21 @@ cheapest of its equal forms. docs/planner.md, "The nest stage"."""
 
 from __future__ import annotations
 
-import functools
 import itertools
+
 from typing import TYPE_CHECKING
 
+import attrs
+
 from semantics.context import Site
-from semantics.ir import Compare, Const, Count, IfExpr, Iters, Max, walk_expr
+from semantics.ir import Compare, Const, Count, IfExpr, Iters, Max, Var, map_expr, walk_expr
 from semantics.simplify import simplify
-from algorithm.threshold.facts import domain_conds, subst
+from algorithm.threshold.facts import subst
+from algorithm.threshold.nest_guards import decided, unperiodic
 from algorithm.threshold.reasoning import (
-    FALSE, TRUE, NotNest, conjunction, conjuncts, disjunction, minus, negated, pin, proves, proves_where, settled,
+    FALSE, TRUE, NotNest, conjunction, conjuncts, contradictory, disjunction, finite_values, minus, negated, pin, proves,
+    proves_where, refuted,
+    settled,
 )
 from algorithm.threshold.thresholds import operators
 
@@ -22,55 +27,85 @@ if TYPE_CHECKING:
     from algorithm.threshold.nest import Candidate, Nest
 
 
-def _later_first(cands: list[Candidate], domain: list) -> list[Candidate]:
+def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Candidate]:
     """The candidates latest first: by level, and within a level by their gaps (a smaller
-    gap is a later instance) where bounds decide it for every point both exist at."""
-    def later(a: Candidate, b: Candidate) -> int:
-        if a.key != b.key:
-            return -1 if a.key > b.key else 1
-        if a.gap == b.gap:
-            return 0
-        facts = [*domain, a.condition, b.condition]
-        if proves(facts, Compare("<=", a.gap, b.gap)):
-            return -1
-        if proves(facts, Compare("<=", b.gap, a.gap)):
-            return 1
-        raise NotNest("producers whose instances tie at one level")
-
-    out = sorted(cands, key=functools.cmp_to_key(later))
-    for a, b in zip(out, out[1:]):  # (a comparison sort asks only some pairs)
-        if later(a, b) > 0:
+    gap is a later instance) where bounds decide it for every point both exist at; two
+    that never exist together (exclusive conditions) need no order. A topological order
+    of what bounds decide, ties by level and then as given."""
+    before: dict = {k: set() for k in range(len(cands))}  # k comes after each of these
+    for i, a in enumerate(cands):
+        for k in range(i + 1, len(cands)):
+            b = cands[k]
+            if a.key != b.key:
+                first, then = (i, k) if a.key > b.key else (k, i)
+            elif a.gap == b.gap or a.origin == b.origin or \
+                    contradictory([*conjuncts(a.condition), *conjuncts(b.condition)], domain, lowers):
+                continue
+            else:
+                facts = [*domain, a.condition, b.condition, *a.facts, *b.facts]
+                if proves(facts, Compare("<=", a.gap, b.gap)):
+                    first, then = i, k
+                elif proves(facts, Compare("<=", b.gap, a.gap)):
+                    first, then = k, i
+                else:
+                    raise NotNest("producers whose instances tie at one level")
+            before[then].add(first)
+    out, placed = [], set()
+    while len(out) < len(cands):
+        ready = [k for k in range(len(cands)) if k not in placed and before[k] <= placed]
+        if not ready:
             raise NotNest("producers whose instances tie at one level")
+        k = min(ready, key=lambda k: (tuple(-v for v in cands[k].key), k))
+        out.append(cands[k])
+        placed.add(k)
     return out
 
 
+@attrs.define
+class Piece:
+    """`if conditions then count(F) - gap else (the next piece)`."""
+
+    conditions: list  # disjuncts
+    gap: object  # or ("max", gap1, gap2)
+    pins: dict  # what holds where the earlier pieces' conditions fail
+    facts: list  # what else holds there: each earlier condition of one conjunct, negated
+    known: tuple = ()  # what holds where its first condition does (its candidate's facts)
+    whole: object = None  # its gap without the pins (where its conditions hold, earlier ones or not)
+    dropped: list = attrs.field(factory=list)  # conditions dropped (each as disjuncts): where one fails, count <= 0
+
+
 def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
-    """The pieces [conditions, gap, pins] of y's threshold on `engine` from its
-    producers' candidates, latest first, or None (no producer instance precedes y)."""
-    domain = [*nest.params, *domain_conds(y)]
+    """The pieces of y's threshold on `engine` from its producers' candidates, latest
+    first, or None (no producer instance precedes y)."""
+    domain = nest.domain(y)
     lowers = {p.name: p.lower for p in nest.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
-    pieces: list = []  # [disjuncts (conditions), gap], latest first
+    pieces: list[Piece] = []  # latest first
+    failed: list = []  # each condition of one conjunct so far, negated
     pins: dict = {}  # what holds where every candidate so far is missing
     seen = set()
-    for cand in _later_first(cands, domain):
+    for cand in _later_first(cands, domain, lowers):
         if (cand.condition, cand.gap) in seen:
             continue
         seen.add((cand.condition, cand.gap))
         gap = simplify(subst(cand.gap, pins)) if pins else cand.gap
-        if pins and settled(subst(cand.condition, pins)) == FALSE:
+        condition = settled(subst(cand.condition, pins)) if pins else cand.condition
+        if condition == FALSE or any(refuted([*domain, *failed], k) for k in conjuncts(condition)):
             continue  # missing wherever the earlier ones are
-        mine = set(conjuncts(cand.condition))
-        if any(set(conjuncts(d)) <= mine for piece in pieces for d in piece[0]):
+        where = [*domain, *failed, *conjuncts(condition)]
+        gap = unperiodic(gap, where)
+        mine = set(conjuncts(condition))
+        if any(set(conjuncts(d)) <= mine for piece in pieces for d in piece.conditions):
             continue  # it exists only where an earlier one does
-        if pieces and gap == pieces[-1][1]:
-            pieces[-1][0].append(cand.condition)
+        if pieces and gap == pieces[-1].gap:
+            pieces[-1].conditions.append(condition)
         else:
-            pieces.append([[cand.condition], gap, dict(pins)])  # (pins: where the earlier ones fail)
-        if cand.condition == TRUE:
+            pieces.append(Piece([condition], gap, dict(pins), list(failed), cand.facts, cand.gap))
+        if condition == TRUE:
             break
-        parts = conjuncts(cand.condition)
+        parts = conjuncts(condition)
         if len(parts) == 1:
-            pins.update(pin(negated(parts[0]), lowers))
+            pins.update(pin(negated(parts[0]), lowers) or _only_value(negated(parts[0]), domain, lowers))
+            failed.append(settled(negated(parts[0])))
     if not pieces:
         return None
     # A conjunct every candidate needs: where it fails there is no candidate (no wait), so
@@ -79,26 +114,52 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
     needed = [k for k in conjuncts(cands[0].condition) if k in shared]  # (in program text order, not a set's)
     for piece in pieces:
         for d in needed:
-            if _at_most_0(nest, y, engine, piece[1], [negated(d)], domain, piece[2], lowers):
-                piece[0] = [conjunction(*[k for k in conjuncts(c) if k != d]) for c in piece[0]]
-    if TRUE not in pieces[-1][0] and _at_most_0_where_missing(nest, y, engine, pieces[-1], domain, pins, lowers):
-        pieces[-1][0] = [TRUE]
-    if len(pieces) >= 2 and pieces[-1][0] == [TRUE] and _max_of_last_two(nest, y, engine, pieces, domain, lowers):
-        (_, gap1, pins1), (_, gap2, _) = pieces[-2:]
-        pieces[-2:] = [[[TRUE], ("max", gap1, gap2), pins1]]
+            if _at_most_0(nest, y, engine, piece.gap, [negated(d)], domain, piece.pins, lowers):
+                piece.conditions = [conjunction(*[k for k in conjuncts(c) if k != d]) for c in piece.conditions]
+                piece.dropped.append([d])
+    for piece in pieces:  # conditions that cover every point where the piece applies
+        ways = _ways_to_fail(piece.conditions)
+        if TRUE not in piece.conditions and ways is not None and all(
+                contradictory(way, [*domain, *piece.facts], lowers) for way in ways):
+            piece.conditions = [TRUE]
+            del pieces[pieces.index(piece) + 1:]
+            break
+    last = pieces[-1]
+    if TRUE not in last.conditions and _at_most_0_where_missing(nest, y, engine, last, domain, pins, lowers):
+        last.dropped.append(last.conditions)
+        last.conditions = [TRUE]
+    if len(pieces) >= 2 and pieces[-1].conditions == [TRUE] and _max_of_last_two(nest, y, engine, pieces, domain, lowers):
+        a, b = pieces[-2:]
+        pieces[-2:] = [Piece([TRUE], ("max", a.gap, b.whole), a.pins, a.facts)]
     return pieces
+
+
+def _only_value(c, domain, lowers) -> dict:
+    """{v: value} when `c` leaves its one variable v finitely many values and the facts
+    over v alone (its loop's guards: `i % 2 == 0`) all but one of them."""
+    from semantics.simplify import folded
+
+    few = finite_values(c, domain, lowers)
+    if few is None:
+        return {}
+    var, values = few
+    alone = [f for f in domain if {n.name for n in walk_expr(f) if isinstance(n, Var)} == {var}]
+    left = [v for v in values if all(folded(settled(subst(f, {var: Const(v)}))) is not False for f in alone)]
+    return {var: Const(left[0])} if len(left) == 1 else {}
 
 
 def _max_of_last_two(nest: Nest, y: Site, engine: str, pieces, domain, lowers) -> bool:
     """Whether `if C then A else B` (the last two pieces) is max(A, B): A >= B where C
     holds and A <= B where it fails (`max(1, count(DMA) - (N - 1) % 3)`: the last
     conflicting instance in the loop, or the op before it)."""
-    (disjuncts, gap1, pins1), (_, gap2, pins2) = pieces[-2:]
-    if isinstance(gap1, tuple) or isinstance(gap2, tuple):
+    (disjuncts, gap1, pins1), (gap2, pins2) = (pieces[-2].conditions, pieces[-2].gap, pieces[-2].pins), \
+        (pieces[-1].whole, pieces[-1].pins)
+    if isinstance(gap1, tuple) or gap2 is None or pieces[-1].dropped and pieces[-1].whole != pieces[-1].gap:
         return False
     before = nest.before_y(y, engine)
     a, b = minus(before, gap1), minus(before, gap2)
-    if not all(proves_where(Compare(">=", a, b), conjuncts(d), domain, pins1, lowers) for d in disjuncts):
+    known = list(pieces[-2].known) if len(disjuncts) == 1 else []
+    if not all(proves_where(Compare(">=", a, b), conjuncts(d), [*domain, *known], pins1, lowers) for d in disjuncts):
         return False
     ways = _ways_to_fail(disjuncts)
     return ways is not None and all(proves_where(Compare("<=", a, b), missing, domain, pins2, lowers)
@@ -119,6 +180,33 @@ def each(gap, fn):
     return ("max", fn(gap[1]), fn(gap[2])) if isinstance(gap, tuple) else fn(gap)
 
 
+def piece_forms(nest: Nest, y: Site, engine: str, piece: Piece, count_registers: bool, untracked: frozenset):
+    """The piece's equal forms (equal_forms), decided under what holds where it applies;
+    for a last piece whose conditions were dropped, the forms decided under them instead
+    where those are cheaper and still <= 0 wherever the conditions fail."""
+    where = [*nest.domain(y), *piece.facts]
+    own = [k for k in conjuncts(piece.conditions[0]) if k != TRUE] if len(piece.conditions) == 1 else []
+    forms = each(piece.gap, lambda g: equal_forms(nest, y, engine, g, count_registers, untracked, [*where, *own],
+                                                  piece.pins))
+    ways = [_ways_to_fail(d) for d in piece.dropped]
+    if not piece.dropped or isinstance(piece.gap, tuple) or None in ways:
+        return forms
+    ways = [w for way in ways for w in way]
+    dropped = [k for d in piece.dropped if len(d) == 1 for k in conjuncts(d[0])]
+    lowers = {p.name: p.lower for p in nest.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
+    before = nest.before_y(y, engine)
+
+    def at_most_0(form) -> bool:
+        if any(isinstance(n, Iters) for n in walk_expr(form)):
+            return False
+        value = simplify(map_expr(form, lambda n: before if n == Count(engine) else n))
+        return all(proves_where(Compare("<=", value, Const(0)), missing, where, piece.pins, lowers) for missing in ways)
+
+    alt = [f for f in equal_forms(nest, y, engine, piece.gap, count_registers, untracked, [*where, *dropped],
+                                  piece.pins) if at_most_0(f)]
+    return alt if alt and operators(alt[0]) < operators(forms[0]) else forms
+
+
 def written(pieces, choice):
     out = Const(0)
     for disjuncts, forms in reversed(pieces):
@@ -131,7 +219,7 @@ def _at_most_0_where_missing(nest: Nest, y: Site, engine: str, piece, domain, pi
     """Whether `count(F) - gap` is <= 0 wherever the piece's conditions all fail (there,
     the count is its closed form before y): then the last piece needs no `else 0`. Each
     way of failing them (one conjunct of each condition false) is decided by bounds."""
-    disjuncts, gap, _ = piece
+    disjuncts, gap = piece.conditions, piece.gap
     ways = _ways_to_fail(disjuncts)
     return ways is not None and all(_at_most_0(nest, y, engine, gap, missing, domain, pins, lowers)
                                     for missing in ways)
@@ -143,12 +231,19 @@ def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pin
     return proves_where(Compare("<=", value, Const(0)), missing, domain, pins, lowers)
 
 
-def equal_forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool, untracked: frozenset = frozenset()) -> list:
+def equal_forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool, untracked: frozenset = frozenset(),
+                where: list = (), pins: dict | None = None) -> list:
     """count(F) - gap in its equal forms of least arithmetic, in order of preference:
-    over indices and parameters (no register to keep), against count(F), against iters."""
-    forms = [minus(nest.before_y(y, engine), gap),
-             *([minus(Count(engine), gap)] if count_registers else []),
-             minus(nest.iters_count(y, engine), gap)]
+    over indices and parameters (no register to keep), against count(F), against iters
+    (none where an op of F is under a guard); the pins substituted, `if`-expressions
+    decided under `where`."""
+    iters = nest.iters_count(y, engine)
+    pins = pins or {}
+    where = [*where, *(Compare("==", Var(v), e) for v, e in pins.items())]
+    forms = [unperiodic(decided(simplify(subst(f, pins)) if pins else f, where), where) for f in (
+        minus(nest.before_y(y, engine), gap),
+        *([minus(Count(engine), gap)] if count_registers else []),
+        *([minus(iters, gap)] if iters is not None else []))]
     forms = [f for f in forms if not any(isinstance(n, Iters) and n.var in untracked for n in walk_expr(f))]
     least = min(operators(f) for f in forms)
     return [f for f in forms if operators(f) == least]

@@ -86,6 +86,15 @@ _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 
 
 def negated(c):
+    """The condition's negation; `e % m == 0` negated is `e % m >= 1` (and `e % m == m - 1`,
+    `e % m <= m - 2`), which bounds can use."""
+    if isinstance(c, Compare) and c.op == "==" and isinstance(c.left, BinOp) and c.left.op == "%" \
+            and isinstance(c.left.right, Const) and isinstance(c.right, Const) and c.left.right.value > 1:
+        m, k = c.left.right.value, c.right.value
+        if k == 0:
+            return Compare(">=", c.left, Const(1))
+        if k == m - 1:
+            return Compare("<=", c.left, Const(m - 2))
     return Compare(_NEGATED[c.op], c.left, c.right) if isinstance(c, Compare) else simplify_cond(Not(c))
 
 
@@ -107,10 +116,17 @@ def pin(c, lowers: dict) -> dict:
 def proves(facts: list, claim) -> bool:
     """Whether bounds prove the claim under the facts, the `e % m` terms of the claim (m
     at most 4, two of them at most) taken one value at a time where the claim needs it:
-    a claim that holds for every value of such a term holds."""
-    from semantics.ir import map_expr
+    a claim that holds for every value of such a term holds. An `if`-expression of the
+    claim is taken each way its condition goes."""
+    from semantics.ir import IfExpr, map_expr
     from semantics.printer import print_expr
 
+    choice = next((n for n in walk_expr(claim) if isinstance(n, IfExpr)), None)
+    if choice is not None:  # each way its condition goes (every `if` of that condition at once)
+        c = choice.cond
+        return all(proves([*facts, way], settled(map_expr(claim, lambda n: (n.then if taken else n.else_)
+                                                          if isinstance(n, IfExpr) and n.cond == c else n)))
+                   for way, taken in ((settled(c), True), (settled(negated(c)), False)) if way != FALSE)
     forms = inequalities_of(facts)
     if proved(forms, claim):
         return True
@@ -124,6 +140,28 @@ def proves(facts: list, claim) -> bool:
         if case != TRUE and not proved(forms, case):
             return False
     return True
+
+
+def refuted(facts: list, c) -> bool:
+    """Whether bounds prove the condition false under the facts (an equation: its
+    left side above or below its right)."""
+    if isinstance(c, Compare) and c.op == "==":
+        return proves(facts, Compare(">", c.left, c.right)) or proves(facts, Compare("<", c.left, c.right))
+    return isinstance(c, Compare) and c.op != "!=" and proves(facts, settled(negated(c)))
+
+
+def contradictory(conds: list, facts: list, lowers: dict) -> bool:
+    """Whether bounds show that the conditions cannot all hold under the facts (a
+    condition that leaves a variable only its lower bound substituted first)."""
+    where: dict = {}
+    for c in conds:
+        where.update(pin(c, lowers))
+    if where:
+        conds = [settled(subst(c, where)) for c in conds]
+        facts = [*facts, *(Compare("==", Var(v), e) for v, e in where.items())]
+    if FALSE in conds:
+        return True
+    return any(refuted([*facts, *conds[:k], *conds[k + 1:]], c) for k, c in enumerate(conds))
 
 
 def proves_where(claim, missing: list, domain, pins, lowers) -> bool:

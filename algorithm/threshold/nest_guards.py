@@ -1,0 +1,210 @@
+"""Guards in the nest stage (nest.py): each `if` condition is over at most one loop
+index u, in one of the shapes below, or over parameters only.
+
+- `u >= e`, `u <= e`, `u == e`, `u != e`: u with slope +-1 beside an expression e over
+  parameters (a comparison such as `r + 1 < RT`);
+- `u % p` in a set of residues: an expression periodic in u compared with a constant
+  (`c % 2 == 0`, and its `else`).
+
+What the stage asks of a guard: how many iterations of a range satisfy it (a count with
+`if`-expressions where bounds cannot tell, `count_where`), and the largest value of the
+index below a bound that satisfies it (nest.py). A count's `if`-expressions are decided
+where a piece's conditions tell which way they go (`decided`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+
+from semantics.errors import Unsupported
+from semantics.ir import Compare, Const, IfExpr, Max, Min, Var, walk_expr
+from semantics.simplify import expr, linear, simplify
+from algorithm.threshold.reasoning import (
+    FALSE, TRUE, NotNest, conjunction, minus, negated, plus, product, proves, refuted, settled,
+)
+
+
+@attrs.frozen
+class Guard:
+    """`var op bound` (op one of >= <= == !=), or `var % period in residues` (op "mod")."""
+
+    var: str
+    op: str
+    bound: object = None
+    residues: frozenset = frozenset()
+    period: int = 1
+
+
+def guard_of(cond, branch: bool, loop_vars) -> Guard | object:
+    """The guard an `if` puts on its branch: a Guard over one loop index, the condition
+    itself (settled) when it reads no loop index, or NotNest."""
+    from algorithm.threshold import guards as periodic
+
+    c = settled(cond)
+    if c in (TRUE, FALSE):
+        return c if branch else (FALSE if c == TRUE else TRUE)
+    names = {n.name for n in walk_expr(c) if isinstance(n, Var)}
+    loop_names = names & set(loop_vars)
+    if not loop_names:
+        return c if branch else settled(negated(c))
+    if len(loop_names) > 1:
+        raise NotNest("a guard over more than one loop index")
+    (var,) = loop_names
+    if names == {var}:
+        try:
+            found = periodic.guard_of(cond, var)  # (the closed stage's: residues of var)
+        except Unsupported:
+            pass
+        else:
+            holds = found.residues if branch else frozenset(range(found.period)) - found.residues
+            return Guard(var, "mod", residues=holds, period=found.period)
+    if not isinstance(c, Compare) or c.op not in (">=", "==") or not isinstance(c.right, Const):
+        raise NotNest("a guard that is not a comparison over one loop index")
+    lin = linear(c.left)
+    slope = lin.pop((Var(var),), 0)
+    if slope not in (1, -1) or any(isinstance(n, Var) and n.name == var for k in lin if k is not None
+                                   for a in k for n in walk_expr(a)):
+        raise NotNest("a guard with a loop index of slope other than +-1")
+    e = simplify(product(Const(slope), minus(c.right, expr(lin))))  # the comparison is `var op e`
+    op = {"==": "==", ">=": ">=" if slope == 1 else "<="}[c.op]
+    if not branch:
+        op = {"==": "!=", ">=": "<=", "<=": ">="}[op]
+        e = minus(e, Const(1)) if op == "<=" else plus(e, Const(1)) if op == ">=" else e
+    return Guard(var, op, e)
+
+
+def holds_at(g: Guard, value):
+    """The guard's condition with its index at `value`."""
+    if g.op == "mod":
+        if len(g.residues) == 0:
+            return FALSE
+        if len(g.residues) == g.period:
+            return TRUE
+        if len(g.residues) > 1:
+            raise NotNest("a guard that holds at several residues")
+        (r,) = g.residues
+        from semantics.ir import BinOp
+
+        return settled(Compare("==", BinOp("%", value, Const(g.period)), Const(r)))
+    return settled(Compare(g.op, value, g.bound))
+
+
+def count_where(g: Guard, start, stop):
+    """How many u in start .. stop - 1 satisfy the guard (start <= stop), with
+    `if`-expressions where the range and the guard's bound may lie either way."""
+    from semantics.ir import BinOp
+
+    length = minus(stop, start)
+    match g.op:
+        case ">=":
+            return simplify(IfExpr(Compare("<=", g.bound, start), length,
+                                   IfExpr(Compare(">=", g.bound, stop), Const(0), minus(stop, g.bound))))
+        case "<=":
+            return simplify(IfExpr(Compare(">=", g.bound, minus(stop, Const(1))), length,
+                                   IfExpr(Compare("<", g.bound, start), Const(0), minus(plus(g.bound, Const(1)), start))))
+        case "==":
+            return simplify(IfExpr(Compare("<=", start, g.bound),
+                                   IfExpr(Compare("<", g.bound, stop), Const(1), Const(0)), Const(0)))
+        case "!=":
+            return minus(length, count_where(attrs.evolve(g, op="=="), start, stop))
+        case "mod":
+            # u == r (mod p) in [s, t): ceil((t - r) / p) - ceil((s - r) / p)
+            #   = ((t - s) + ((r - t) % p) - ((r - s) % p)) / p, an exact division
+            total: dict = {}
+            for r in sorted(g.residues):
+                part = linear(plus(minus(length, BinOp("%", minus(Const(r), start), Const(g.period))),
+                                   BinOp("%", minus(Const(r), stop), Const(g.period))))
+                for k, c in part.items():
+                    total[k] = total.get(k, 0) + Fraction(c) / g.period
+            return simplify(expr(total))
+    raise AssertionError(g.op)
+
+
+def decided(value, facts: list):
+    """The value with each `if`-expression whose condition bounds decide under the facts
+    replaced by its branch, and each `min`/`max` they decide by its side (the others kept)."""
+    from semantics.ir import map_expr
+
+    def decide(n):
+        if isinstance(n, (Min, Max)):  # (bounds know min(a, b) <= a, b: a side at most the other is it)
+            small, large = (n.left, n.right) if isinstance(n, Min) else (n.right, n.left)
+            if proves(facts, Compare("<=", small, large)):
+                return n.left
+            if proves(facts, Compare("<=", large, small)):
+                return n.right
+            return n
+        if not isinstance(n, IfExpr):
+            return n
+        c = settled(n.cond)
+        if c == TRUE or (c != FALSE and proves(facts, c)):
+            return n.then
+        if c == FALSE or refuted(facts, c):
+            return n.else_
+        if proves([*facts, c], Compare("==", n.then, n.else_)):
+            return n.else_  # (equal where the condition holds)
+        return n
+    if not any(isinstance(n, (IfExpr, Min, Max)) for n in walk_expr(value)):
+        return value
+    return _gathered(simplify(map_expr(value, decide)))
+
+
+def _gathered(value):
+    """The value with its terms `k * (if c then a else b)` of one condition c gathered
+    into one `if c then sum(k * a) else sum(k * b)` (equal branches then fold away)."""
+    lin = linear(value)
+    by_cond: dict = {}
+    for mono, coef in lin.items():
+        if mono is not None and len(mono) == 1 and isinstance(mono[0], IfExpr):
+            by_cond.setdefault(mono[0].cond, []).append((mono, coef))
+    if all(len(terms) == 1 for terms in by_cond.values()):
+        return value
+    for c, terms in by_cond.items():
+        if len(terms) == 1:
+            continue
+        then = else_ = Const(0)
+        for mono, coef in terms:
+            del lin[mono]
+            then = plus(then, product(Const(coef), mono[0].then))
+            else_ = plus(else_, product(Const(coef), mono[0].else_))
+        lin[None] = lin.get(None, 0)
+        value_of = simplify(IfExpr(c, then, else_))
+        for k, v in linear(value_of).items():
+            lin[k] = lin.get(k, 0) + v
+    return simplify(expr(lin))
+
+
+def unperiodic(value, facts: list = ()):
+    """The value without its `%` terms where it is one polynomial on every residue class
+    of their names that the facts allow (`(i - 1) % 3 - ...` counts that are 0 on each
+    class), else itself."""
+    from semantics.ir import BinOp
+
+    from algorithm.threshold.bounds import residue_classes
+    from algorithm.threshold.facts import subst
+
+    if not any(isinstance(n, BinOp) and n.op == "%" for n in walk_expr(value)):
+        return value
+    classes = residue_classes([value])
+    if classes is None:
+        return value
+    found = None
+    from semantics.simplify import cond, folded
+
+    for values in classes:
+        if any(folded(cond(subst(f, values))) is False for f in facts):
+            continue
+        case = simplify(subst(value, values))
+        if any(isinstance(n, BinOp) and n.op in ("%", "//") for n in walk_expr(case)):
+            return value
+        back = {}  # N' = (N - r) / p
+        for name, e in values.items():
+            p, r = e.left.left.value, e.right.value
+            back[f"{name}'"] = BinOp("*", Const(Fraction(1, p)), BinOp("-", Var(name), Const(r)))
+        form = linear(subst(case, back))
+        form = {k: c for k, c in form.items() if c != 0}
+        if found is not None and form != found:
+            return value
+        found = form
+    return value if found is None else simplify(expr(found))
