@@ -356,7 +356,7 @@ class Nest:
         for var in free:
             states = [(env | {var: value}, cs + more, fs + facts) for env, cs, fs in states
                       for value, more, facts in self._largest(y, loops[var], var == diverging, env, constraint.get(var),
-                                                       guards.get(var, ()), inside)]
+                                                              guards.get(var, ()), [*inside, *cs], loops)]
         out = []
         self._origins += 1
         for x_env, cs, facts in states:
@@ -396,12 +396,18 @@ class Nest:
             return ("at", simplify(BinOp("*", Const(fx.a), BinOp("-", iy, Const(fx.base[0])))))
         raise NotNest("an index of slope other than +-1")
 
-    def _largest(self, y: Site, loop, diverging: bool, env: dict, constraint, guards, inside) -> list:
-        """[(value, conditions)]: the largest value of a free index (its loop at `loop`,
-        the enclosing ones at `env`) that its equation and guards allow, with the
-        conditions under which it exists; two ways where bounds cannot tell which of two
-        upper bounds is the smaller."""
+    def _largest(self, y: Site, loop, diverging: bool, env: dict, constraint, guards, inside, loops=None) -> list:
+        """[(value, conditions, facts)]: the largest value of a free index (its loop at
+        `loop`, the enclosing ones at `env`) that its equation and guards allow, with the
+        conditions under which it exists. An enclosing free index took its largest value
+        without looking inside, so where a guard reads one (`j == i`) the conditions must
+        hold at v + 1 wherever they hold at v (else NotNest)."""
         var = loop.var
+        outer = {n.name for g in guards if g.bound is not None for n in walk_expr(g.bound)
+                 if isinstance(n, Var) and loops and n.name in loops and n.name != var and env.get(n.name) != n}
+        if outer:
+            self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, outer)
+        guards = [attrs.evolve(g, bound=simplify(subst(g.bound, env))) if g.bound is not None else g for g in guards]
         lo = simplify(loop.lo)
         ub = minus(Var(var), Const(1)) if diverging else minus(subst(loop.hi, env), Const(1))
         lowers, uppers, at, mod, conds = [lo], [ub], None, None, []
@@ -464,6 +470,18 @@ class Nest:
                 exists = [e for e in exists if not self._witnessed(y, loop, constraint, e, not diverging)]
             out.append((value, [*conds, *cs, *exists], facts))
         return out
+
+    def _check_monotone(self, y, loop, diverging, env, constraint, guards, inside, loops, outer):
+        symbols = {v: Var(f"#{v}") for v in sorted(outer)}
+        ranges = [c for v, sym in symbols.items() for c in (Compare(">=", sym, subst(loops[v].lo, env)),
+                                                             Compare("<", sym, subst(loops[v].hi, env)))]
+        ways = self._largest(y, loop, diverging, env | symbols, constraint, guards, [*inside, *ranges])
+        for _, conds, _ in ways:
+            for sym in symbols.values():
+                step = {sym.name: plus(sym, Const(1))}
+                where = [*inside, *ranges, *conds, Compare("<", plus(sym, Const(1)), subst(loops[sym.name[1:]].hi, env))]
+                if not all(proves(where, settled(subst(c, step))) for c in conds):
+                    raise NotNest("a guard over two free loop indices whose inner one may have no value")
 
     def _gap(self, x: Site, y: Site, engine, depth, common, j, x_env):
         """B: the F-instances strictly between x at `x_env` and y."""

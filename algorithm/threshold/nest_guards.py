@@ -38,8 +38,10 @@ class Guard:
 
 
 def guard_of(cond, branch: bool, loop_vars) -> Guard | object:
-    """The guard an `if` puts on its branch: a Guard over one loop index, the condition
-    itself (settled) when it reads no loop index, or NotNest."""
+    """The guard an `if` puts on its branch: a Guard over the innermost loop index it
+    reads (`loop_vars` outermost first; the outer ones are part of its bound, as the
+    parameters are), the condition itself (settled) when it reads no loop index, or
+    NotNest."""
     from algorithm.threshold import guards as periodic
 
     c = settled(cond)
@@ -49,9 +51,7 @@ def guard_of(cond, branch: bool, loop_vars) -> Guard | object:
     loop_names = names & set(loop_vars)
     if not loop_names:
         return c if branch else settled(negated(c))
-    if len(loop_names) > 1:
-        raise NotNest("a guard over more than one loop index")
-    (var,) = loop_names
+    var = [v for v in loop_vars if v in loop_names][-1]  # the innermost: the others are fixed around it
     if names == {var}:
         try:
             found = periodic.guard_of(cond, var)  # (the closed stage's: residues of var)
@@ -122,13 +122,16 @@ def count_where(g: Guard, start, stop):
     raise AssertionError(g.op)
 
 
-def decided(value, facts: list):
+def decided(value, facts: list, by_bounds: bool = True):
     """The value with each `if`-expression whose condition bounds decide under the facts
-    replaced by its branch, and each `min`/`max` they decide by its side (the others kept)."""
+    replaced by its branch, and each `min`/`max` they decide by its side (the others kept);
+    `by_bounds=False`: only conditions among the facts, or negated there, decided."""
     from semantics.ir import map_expr
 
+    known = {settled(f) for f in facts}
+
     def decide(n):
-        if isinstance(n, (Min, Max)):  # (bounds know min(a, b) <= a, b: a side at most the other is it)
+        if isinstance(n, (Min, Max)) and by_bounds:  # (bounds know min(a, b) <= a, b: a side at most the other is it)
             small, large = (n.left, n.right) if isinstance(n, Min) else (n.right, n.left)
             if proves(facts, Compare("<=", small, large)):
                 return n.left
@@ -138,11 +141,12 @@ def decided(value, facts: list):
         if not isinstance(n, IfExpr):
             return n
         c = settled(n.cond)
-        if c == TRUE or (c != FALSE and proves(facts, c)):
+        negation = settled(negated(c)) if c not in (TRUE, FALSE) else None
+        if c == TRUE or c in known or (by_bounds and c != FALSE and proves(facts, c)):
             return n.then
-        if c == FALSE or refuted(facts, c):
+        if c == FALSE or negation in known or (by_bounds and refuted(facts, c)):
             return n.else_
-        if proves([*facts, c], Compare("==", n.then, n.else_)):
+        if by_bounds and proves([*facts, c], Compare("==", n.then, n.else_)):
             return n.else_  # (equal where the condition holds)
         return n
     if not any(isinstance(n, (IfExpr, Min, Max)) for n in walk_expr(value)):

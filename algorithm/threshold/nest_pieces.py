@@ -96,7 +96,7 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         mine = set(conjuncts(condition))
         if any(set(conjuncts(d)) <= mine for piece in pieces for d in piece.conditions):
             continue  # it exists only where an earlier one does
-        if pieces and gap == pieces[-1].gap:
+        if pieces and pieces[-1].gap in (gap, decided(gap, where, by_bounds=False)):  # (equal where it applies)
             pieces[-1].conditions.append(condition)
         else:
             pieces.append(Piece([condition], gap, dict(pins), list(failed), cand.facts, cand.gap))
@@ -114,7 +114,7 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
     needed = [k for k in conjuncts(cands[0].condition) if k in shared]  # (in program text order, not a set's)
     for piece in pieces:
         for d in needed:
-            if _at_most_0(nest, y, engine, piece.gap, [negated(d)], domain, piece.pins, lowers):
+            if _at_most_0(nest, y, engine, piece.gap, [negated(d)], [*domain, *piece.facts], piece.pins, lowers):
                 piece.conditions = [conjunction(*[k for k in conjuncts(c) if k != d]) for c in piece.conditions]
                 piece.dropped.append([d])
     for piece in pieces:  # conditions that cover every point where the piece applies
@@ -125,10 +125,12 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
             del pieces[pieces.index(piece) + 1:]
             break
     last = pieces[-1]
-    if TRUE not in last.conditions and _at_most_0_where_missing(nest, y, engine, last, domain, pins, lowers):
+    if TRUE not in last.conditions and _at_most_0_where_missing(nest, y, engine, last, [*domain, *last.facts], pins,
+                                                                 lowers):
         last.dropped.append(last.conditions)
         last.conditions = [TRUE]
-    if len(pieces) >= 2 and pieces[-1].conditions == [TRUE] and _max_of_last_two(nest, y, engine, pieces, domain, lowers):
+    if len(pieces) >= 2 and pieces[-1].conditions == [TRUE] and \
+            _max_of_last_two(nest, y, engine, pieces, [*domain, *pieces[-2].facts], lowers):
         a, b = pieces[-2:]
         pieces[-2:] = [Piece([TRUE], ("max", a.gap, b.whole), a.pins, a.facts)]
     return pieces

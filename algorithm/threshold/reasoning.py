@@ -102,14 +102,15 @@ def pin(c, lowers: dict) -> dict:
     """{v: value} when `c` (over one variable) leaves v only its lower bound."""
     from semantics.simplify import linear
 
-    if not isinstance(c, Compare) or c.op not in ("<", "<="):
+    if not isinstance(c, Compare) or c.op not in ("<", "<=", ">", ">="):
         return {}
-    lin = linear(BinOp("-", c.left, c.right))  # lin < 0 or lin <= 0
+    left, right = (c.left, c.right) if c.op in ("<", "<=") else (c.right, c.left)
+    lin = linear(BinOp("-", left, right))  # lin < 0 or lin <= 0
     terms = [(k, v) for k, v in lin.items() if k is not None]
     if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1 or not isinstance(terms[0][0][0], Var):
         return {}
     var = terms[0][0][0].name
-    bound = -lin.get(None, 0) - (1 if c.op == "<" else 0)  # var <= bound
+    bound = -lin.get(None, 0) - (1 if c.op in ("<", ">") else 0)  # var <= bound
     return {var: Const(bound)} if lowers.get(var) == bound else {}
 
 
@@ -137,7 +138,10 @@ def proves(facts: list, claim) -> bool:
     for values in itertools.product(*(range(a.right.value) for a in atoms)):
         at = dict(zip(atoms, values))
         case = settled(map_expr(claim, lambda n: Const(at[n]) if n in at else n))
-        if case != TRUE and not proved(forms, case):
+        if case == TRUE or proved(forms, case):
+            continue
+        known = [settled(map_expr(f, lambda n: Const(at[n]) if n in at else n)) for f in facts]  # (the term's value in them too)
+        if FALSE not in known and not proved(inequalities_of(known), case):
             return False
     return True
 
@@ -153,9 +157,7 @@ def refuted(facts: list, c) -> bool:
 def contradictory(conds: list, facts: list, lowers: dict) -> bool:
     """Whether bounds show that the conditions cannot all hold under the facts (a
     condition that leaves a variable only its lower bound substituted first)."""
-    where: dict = {}
-    for c in conds:
-        where.update(pin(c, lowers))
+    where = _values([*conds, *facts], {}, lowers)
     if where:
         conds = [settled(subst(c, where)) for c in conds]
         facts = [*facts, *(Compare("==", Var(v), e) for v, e in where.items())]
@@ -168,11 +170,10 @@ def proves_where(claim, missing: list, domain, pins, lowers) -> bool:
     """Whether bounds prove `claim` where the conditions `missing` and the pins hold: one
     value at a time for a variable that one of the conditions leaves finitely many (at
     most 6) values above its lower bound."""
-    where = dict(pins)
-    for m in missing:
-        where.update(pin(m, lowers))
+    where = _values([*missing, *domain], pins, lowers)
     at = settled(subst(claim, where)) if where else claim
-    facts = [*domain, *(settled(subst(m, where)) for m in missing), *(Compare("==", Var(v), e) for v, e in where.items())]
+    facts = [*((settled(subst(d, where)) for d in domain) if where else domain), *(settled(subst(m, where)) for m in missing),
+             *(Compare("==", Var(v), e) for v, e in where.items())]
     if at == TRUE or proves([f for f in facts if f != TRUE], at):
         return True
     for m in missing:
@@ -181,7 +182,47 @@ def proves_where(claim, missing: list, domain, pins, lowers) -> bool:
             var, values = few
             return all(proves_where(claim, [*missing, Compare("==", Var(var), Const(v))], domain,
                                      {**where, var: Const(v)}, lowers) for v in values)
+    from semantics.ir import map_expr
+
+    for k, m in enumerate(missing):  # a condition with an `e % p` term: each value of the term
+        atom = next((n for n in walk_expr(m) if isinstance(n, BinOp) and n.op == "%" and isinstance(n.right, Const)
+                     and 1 < n.right.value <= 4), None)
+        if atom is not None:
+            cases = [settled(map_expr(m, lambda n: Const(v) if n == atom else n)) for v in range(atom.right.value)]
+            return all(c == FALSE or proves_where(claim, [*missing[:k], c, *missing[k + 1:]],
+                                                  [*domain, Compare("==", atom, Const(v))], pins, lowers)
+                       for v, c in enumerate(cases))
     return False
+
+
+def _values(conds, pins: dict, lowers: dict) -> dict:
+    """The pins, with each variable the conditions leave one value (`j < i + 1` at i = 0:
+    j = 0; `-i == 0`: i = 0), a few rounds over."""
+    where = dict(pins)
+    for _ in range(3):
+        more = {}
+        for f in conds:
+            f = settled(subst(f, where)) if where else f
+            more.update({v: e for v, e in (*pin(f, lowers).items(), *_fixed(f).items()) if v not in where})
+        if not more:
+            break
+        where.update(more)
+    return where
+
+
+def _fixed(c) -> dict:
+    """{v: value} for an equation `a * v == k` of one variable (a = +-1)."""
+    from semantics.simplify import linear
+
+    if not isinstance(c, Compare) or c.op != "==" or not isinstance(c.right, Const):
+        return {}
+    lin = linear(c.left)
+    if len(lin) != 1 or None in lin:
+        return {}
+    (mono, a), = lin.items()
+    if len(mono) != 1 or not isinstance(mono[0], Var) or a not in (1, -1):
+        return {}
+    return {mono[0].name: Const(a * c.right.value)}
 
 
 def finite_values(c, domain, lowers: dict):

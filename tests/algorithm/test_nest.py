@@ -28,13 +28,13 @@ TAKEN = ["kernels/suite/tiled_matmul.sync", "kernels/suite/conv2d_implicit_gemm.
          "kernels/tile_transpose_2d.sync", "kernels/suite/swiglu_mlp.sync", "kernels/suite/matmul_dynamic_k.sync",
          "tests/data/threshold_cases/six_engines_chain.sync", "tests/data/threshold_cases/zero_trip_sequence.sync",
          "kernels/suite/layernorm.sync", "kernels/triangular_attention.sync"]
-# With `if` guards over one loop index (`c % 2 == 0`, `r + 1 < RT`, `i < S`), or over the
-# parameters; SNAX kernels with ranges over loop indices that no cross-engine pair compares.
+# With `if` guards over one loop index (`c % 2 == 0`, `r + 1 < RT`, `i < S`), over an index
+# and enclosing ones (`j == i`), or over the parameters; SNAX kernels with ranges over loop indices that no cross-engine pair compares.
 GUARDED = ["kernels/suite/rmsnorm.sync", "kernels/suite/long_row_reduce.sync", "kernels/if_else_split.sync",
            "kernels/design_example.sync", "kernels/snax/tiled_add_prefetch.mlir", "kernels/snax/tiled_add_db.mlir",
            "tests/data/threshold_cases/guarded_writer.sync", "tests/data/threshold_cases/barrier_loop_in_branch.sync",
            "tests/data/threshold_cases/else_pins_lower_end.sync", "tests/data/threshold_cases/top_level_if.sync",
-           "tests/data/threshold_cases/guarded_masking.sync"]
+           "tests/data/threshold_cases/guarded_masking.sync", "kernels/suite/attention_cte_query_outer.sync"]
 # Taken too, with more parameters than brute force affords here (their outputs are judged
 # by tests/algorithm/test_sync_outputs.py: bisimilar over the bounds, proved for all values).
 TAKEN_LARGE = ["kernels/suite/matmul_fully_optimized.sync"]
@@ -105,7 +105,7 @@ def test_the_stage_reports_progress_and_can_be_stopped_at_each_op(monkeypatch):
 
 
 def test_programs_outside_the_class_are_left_to_the_later_stages():
-    for path in ["kernels/suite/flash_attention_causal.sync", "kernels/suite/attention_cte_query_outer.sync",
+    for path in ["kernels/suite/flash_attention_causal.sync",
                  "kernels/dma_trigger.sync", "tests/data/threshold_cases/symbolic_coefficient_range.sync",
                  "kernels/suite/transpose_parity_evac.sync"]:
         with pytest.raises(Unsupported):
@@ -127,7 +127,7 @@ ENGINES = ["E0", "E1", "E2"]
 OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None]
 INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None]
 OUTER_GUARDS = ["i % 2 == 0", "i == 0", "i >= 1", "i + 1 < N", "i < M", "N > 1"]
-INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0"]
+INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j == i", "j < i", "j >= i"]
 
 
 @st.composite
@@ -228,5 +228,11 @@ class _GuardIgnoredInCandidates(nest_mod.Nest):
 
 @pytest.mark.parametrize("broken", [_OneIterationLess, _NoOuterLevels, _GuardIgnoredInCounts, _GuardIgnoredInCandidates])
 def test_broken_nest_counts_are_caught(broken):
-    caught = [path for path in TAKEN + GUARDED if problems(load(str(ROOT / path)), broken)]
+    def wrong(path) -> bool:
+        try:
+            return bool(problems(load(str(ROOT / path)), broken))
+        except Unsupported:
+            return False  # (declining is not a wrong threshold)
+
+    caught = [path for path in TAKEN + GUARDED if wrong(path)]
     assert caught, f"{broken.__name__} passed every check"

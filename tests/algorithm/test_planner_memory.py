@@ -123,5 +123,5 @@ def test_teeth_a_closure_cycle_holding_the_facts_is_caught(monkeypatch):
         return real(ctx, y, engine, targets, facts, threshold)
 
     monkeypatch.setattr(plan, "counted_form", cyclic)
-    found = _z3_objects_in_cycles(_plan("kernels/suite/attention_cte_query_outer.sync"))
+    found = _z3_objects_in_cycles(_plan("kernels/suite/moe_blocks.sync"))
     assert called and found

@@ -21,8 +21,8 @@ def tinyPipe : Program :=
         (block [
           .loop "j" (.const 0) (.add (.var "i") (.const 1))
             (block [
-              .op { engine := "LD", name := "load", writes := [⟨"a", [.elem (.fmod (.var "j") (.const 2))]⟩], waits := [⟨"PE", .ite (.cmp .ge (.var "j") (.const 2)) (.sub (.iters "j") (.const 2)) (.sub (.sub (.count "PE") (.var "j")) (.fmod (.sub (.sub (.var "i") (.const 1)) (.fmod (.var "j") (.const 2))) (.const 2)))⟩] },
-              .op { engine := "PE", name := "mm", reads := [⟨"a", [.elem (.fmod (.var "j") (.const 2))]⟩], writes := [⟨"acc", []⟩], waits := [⟨"LD", .iters "j"⟩] }
+              .op { engine := "LD", name := "load", writes := [⟨"a", [.elem (.fmod (.var "j") (.const 2))]⟩], waits := [⟨"PE", .ite (.cmp .ge (.var "j") (.const 2)) (.sub (.count "PE") (.const 1)) (.sub (.sub (.count "PE") (.var "j")) (.fmod (.sub (.sub (.var "i") (.const 1)) (.var "j")) (.const 2)))⟩] },
+              .op { engine := "PE", name := "mm", reads := [⟨"a", [.elem (.fmod (.var "j") (.const 2))]⟩], writes := [⟨"acc", []⟩], waits := [⟨"LD", .count "LD"⟩] }
             ])
         ]),
       .cond (.cmp .gt (.var "N") (.const 1))

@@ -26,7 +26,7 @@ def rmsnorm : Program :=
               .op { engine := "SP", name := "ld_next", writes := [⟨"x", [.elem (.fmod (.add (.var "r") (.const 1)) (.const 2))]⟩], lat := .const 5896 }
             ])
             (block []),
-          .op { engine := "ACT", name := "sqsum", reads := [⟨"x", [.elem (.fmod (.var "r") (.const 2))]⟩], writes := [⟨"ss", [.elem (.fmod (.var "r") (.const 2))]⟩], lat := .const 672, waits := [⟨"SP", .ite (.cmp .ge (.var "r") (.const 1)) (.add (.const 1) (.mul (.const 2) (.var "r"))) (.const 2)⟩] },
+          .op { engine := "ACT", name := "sqsum", reads := [⟨"x", [.elem (.fmod (.var "r") (.const 2))]⟩], writes := [⟨"ss", [.elem (.fmod (.var "r") (.const 2))]⟩], lat := .const 672, waits := [⟨"SP", .max (.add (.const 1) (.mul (.const 2) (.var "r"))) (.const 2)⟩] },
           .op { engine := "ACT", name := "rsq", reads := [⟨"ss", [.elem (.fmod (.var "r") (.const 2))]⟩], writes := [⟨"rs", [.elem (.fmod (.var "r") (.const 2))]⟩], lat := .const 192 },
           .op { engine := "DVE", name := "mul", reads := [⟨"x", [.elem (.fmod (.var "r") (.const 2))]⟩, ⟨"rs", [.elem (.fmod (.var "r") (.const 2))]⟩, ⟨"gamma", []⟩], writes := [⟨"y", [.elem (.fmod (.var "r") (.const 2))]⟩], lat := .const 576, waits := [⟨"ACT", .count "ACT"⟩] },
           .op { engine := "SP", name := "st", reads := [⟨"y", [.elem (.fmod (.var "r") (.const 2))]⟩], lat := .const 5896, waits := [⟨"DVE", .count "DVE"⟩] }
