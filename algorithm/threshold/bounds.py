@@ -188,15 +188,13 @@ def _atom_facts(forms) -> list:
 
 
 def _proves(goal: dict, facts: list) -> bool:
-    return _eliminate(goal, facts, [PROOF_STEPS], set())
+    return any(_multiple(goal, f) for f in facts) or _eliminate(goal, facts, [PROOF_STEPS], set())
 
 
 def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
     atoms = [m for m in goal if m is not None]
     if not atoms:
         return goal.get(None, 0) >= 0
-    if any(_multiple(goal, f) for f in facts):
-        return True
     key = frozenset(goal.items())
     if key in path:
         return False  # (a cycle of eliminations: this goal is being tried further up)
@@ -230,8 +228,10 @@ def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
 
 def _multiple(goal: dict, fact: dict) -> bool:
     """Whether goal = k * fact + c with k > 0 and c >= 0 (the fact proves the goal)."""
+    if len(goal) - (None in goal) != len(fact) - (None in fact):
+        return False
     names = [m for m in goal if m is not None]
-    if len(names) != sum(1 for m in fact if m is not None) or any(m not in fact for m in names):
+    if not names or any(m not in fact for m in names):
         return False
     from fractions import Fraction
 

@@ -22,7 +22,7 @@ from semantics.errors import Unsupported
 from semantics.ir import Compare, Const, IfExpr, Max, Min, Var, walk_expr
 from semantics.simplify import expr, linear, simplify
 from algorithm.threshold.reasoning import (
-    FALSE, TRUE, NotNest, conjunction, minus, negated, plus, product, proves, refuted, settled,
+    FALSE, TRUE, NotNest, minus, negated, plus, product, proves, refuted, settled,
 )
 
 
@@ -128,6 +128,8 @@ def decided(value, facts: list, by_bounds: bool = True):
     `by_bounds=False`: only conditions among the facts, or negated there, decided."""
     from semantics.ir import map_expr
 
+    if not any(isinstance(n, (IfExpr, Min, Max)) for n in walk_expr(value)):
+        return value
     known = {settled(f) for f in facts}
 
     def decide(n):
@@ -149,8 +151,6 @@ def decided(value, facts: list, by_bounds: bool = True):
         if by_bounds and proves([*facts, c], Compare("==", n.then, n.else_)):
             return n.else_  # (equal where the condition holds)
         return n
-    if not any(isinstance(n, (IfExpr, Min, Max)) for n in walk_expr(value)):
-        return value
     return _gathered(simplify(map_expr(value, decide)))
 
 

@@ -24,7 +24,7 @@ from algorithm.threshold.reasoning import (
 from algorithm.threshold.thresholds import operators
 
 if TYPE_CHECKING:
-    from algorithm.threshold.nest import Candidate, Nest
+    from algorithm.threshold.nest_candidates import Candidate, Nest
 
 
 def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Candidate]:
@@ -89,7 +89,7 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         seen.add((cand.condition, cand.gap))
         gap = simplify(subst(cand.gap, pins)) if pins else cand.gap
         condition = settled(subst(cand.condition, pins)) if pins else cand.condition
-        if condition == FALSE or any(refuted([*domain, *failed], k) for k in conjuncts(condition)):
+        if condition == FALSE or failed and any(refuted([*domain, *failed], k) for k in conjuncts(condition)):
             continue  # missing wherever the earlier ones are
         where = [*domain, *failed, *conjuncts(condition)]
         gap = unperiodic(gap, where)
@@ -119,7 +119,7 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
                 piece.dropped.append([d])
     for piece in pieces:  # conditions that cover every point where the piece applies
         ways = _ways_to_fail(piece.conditions)
-        if TRUE not in piece.conditions and ways is not None and all(
+        if TRUE not in piece.conditions and ways is not None and (len(piece.conditions) > 1 or piece.facts) and all(
                 contradictory(way, [*domain, *piece.facts], lowers) for way in ways):
             piece.conditions = [TRUE]
             del pieces[pieces.index(piece) + 1:]

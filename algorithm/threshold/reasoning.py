@@ -157,7 +157,7 @@ def refuted(facts: list, c) -> bool:
 def contradictory(conds: list, facts: list, lowers: dict) -> bool:
     """Whether bounds show that the conditions cannot all hold under the facts (a
     condition that leaves a variable only its lower bound substituted first)."""
-    where = _values([*conds, *facts], {}, lowers)
+    where = _values(conds, {}, lowers, facts)
     if where:
         conds = [settled(subst(c, where)) for c in conds]
         facts = [*facts, *(Compare("==", Var(v), e) for v, e in where.items())]
@@ -170,10 +170,12 @@ def proves_where(claim, missing: list, domain, pins, lowers) -> bool:
     """Whether bounds prove `claim` where the conditions `missing` and the pins hold: one
     value at a time for a variable that one of the conditions leaves finitely many (at
     most 6) values above its lower bound."""
-    where = _values([*missing, *domain], pins, lowers)
+    where = _values(missing, pins, lowers, domain)
     at = settled(subst(claim, where)) if where else claim
-    facts = [*((settled(subst(d, where)) for d in domain) if where else domain), *(settled(subst(m, where)) for m in missing),
-             *(Compare("==", Var(v), e) for v, e in where.items())]
+    def at_values(c):
+        return settled(subst(c, where)) if any(isinstance(n, Var) and n.name in where for n in walk_expr(c)) else c
+
+    facts = [*map(at_values, domain), *map(at_values, missing), *(Compare("==", Var(v), e) for v, e in where.items())]
     if at == TRUE or proves([f for f in facts if f != TRUE], at):
         return True
     for m in missing:
@@ -195,15 +197,22 @@ def proves_where(claim, missing: list, domain, pins, lowers) -> bool:
     return False
 
 
-def _values(conds, pins: dict, lowers: dict) -> dict:
-    """The pins, with each variable the conditions leave one value (`j < i + 1` at i = 0:
-    j = 0; `-i == 0`: i = 0), a few rounds over."""
+def _values(conds, pins: dict, lowers: dict, more_conds=()) -> dict:
+    """The pins, with each variable the conditions leave one value (`-i >= 0` from 0,
+    `-i == 0`: i = 0), and then what `more_conds` leave one value at those (`j < i + 1` at
+    i = 0: j = 0), a few rounds over."""
     where = dict(pins)
+    for c in conds:
+        where.update({v: e for v, e in (*pin(c, lowers).items(), *_fixed(c).items()) if v not in where})
+    conds = [*conds, *more_conds]
     for _ in range(3):
+        if not where:
+            break
         more = {}
         for f in conds:
-            f = settled(subst(f, where)) if where else f
-            more.update({v: e for v, e in (*pin(f, lowers).items(), *_fixed(f).items()) if v not in where})
+            if any(isinstance(n, Var) and n.name in where for n in walk_expr(f)):
+                f = settled(subst(f, where))
+                more.update({v: e for v, e in (*pin(f, lowers).items(), *_fixed(f).items()) if v not in where})
         if not more:
             break
         where.update(more)

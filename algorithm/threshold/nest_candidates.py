@@ -1,0 +1,322 @@
+"""Candidates of the nest stage (nest.py): for a consumer y and a producer x on F, the
+latest instance of x before y that conflicts with it, level by level, as a condition
+over y's indices and the gap B of F-instances between it and y (module docstring of
+nest.py: the rule; nest_guards.py: guards)."""
+
+from __future__ import annotations
+
+import attrs
+
+from semantics.context import Site, common_depth, static_order
+from semantics.ir import And, BinOp, Compare, Const, For, Min, Range, Var, walk_expr
+from semantics.simplify import simplify
+from algorithm.threshold.facts import subst
+from algorithm.threshold.flat import Index
+from algorithm.threshold.nest_counts import Counts, body_of
+from algorithm.threshold.nest_guards import Guard, decided, holds_at
+from algorithm.threshold.reasoning import FALSE, TRUE, NotNest, conjunction, minus, plus, proves, refuted, settled
+
+
+@attrs.frozen
+class Candidate:
+    key: tuple  # program order between candidates of one consumer: larger is later
+    condition: object  # over y's loop indices and the parameters
+    gap: object  # B: the F-instances strictly between the instance and y
+    origin: int  # candidates of one origin are the ways one instance's conditions go: exclusive
+    site: Site  # the producer
+    values: dict = attrs.field(eq=False)  # its loop indices, over y's (irredundant.Source)
+    facts: tuple = ()  # what else holds where it exists (its index at least its lower bound)
+
+class Nest(Counts):
+    """The counts and candidates of one program of the class."""
+
+    def __init__(self, program, found: dict[str, Site], *args):
+        super().__init__(program, found, *args)
+        self._index: dict = {}
+        self._origins = 0
+
+    # ------------------------------------------------------------ candidates
+
+    def _witnessed(self, y: Site, loop, constraint, exists, to_end: bool) -> bool:
+        """Whether an existence condition holds wherever y runs: the free index is
+        bounded by its loop's end and y's own index of an equal loop range satisfies its
+        congruence, or bounds decide it."""
+        if constraint is not None and constraint[0] == "mod" and isinstance(constraint[1], Var) \
+                and not self.over_indices(loop):
+            mine = next((l for l in y.loops if l.var == constraint[1].name), None)
+            if to_end and mine is not None and simplify(mine.lo) == simplify(loop.lo) \
+                    and simplify(mine.hi) == simplify(loop.hi) and exists.op == ">=":
+                return True
+        return proves(self.domain(y), exists)
+
+    def _range_equation(self, x: Site, y: Site, ix, iy, pinned: set, loops: dict):
+        """A dimension where a side is a range (over parameters and loop indices): the
+        condition over y's indices (or FALSE) under which the two meet, None when they
+        always do, NotNest where a free index of x would have to lie in part of its range
+        or x's range reads one."""
+        if isinstance(ix, Range) and any(isinstance(n, Var) and n.name in loops and n.name not in pinned
+                                         for e in (ix.lo, ix.hi) for n in walk_expr(e)):
+            raise NotNest("a range over a free loop index")
+        if isinstance(ix, Range) and isinstance(iy, Range):
+            return settled(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)))
+        if isinstance(ix, Range):
+            return settled(And(Compare("<=", ix.lo, iy), Compare("<", iy, ix.hi)))
+        names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
+        if not names or names[0] in pinned:
+            return settled(And(Compare("<=", iy.lo, ix), Compare("<", ix, iy.hi)))
+        loop = loops[names[0]]  # x's free index u: u + c over its whole range must lie in y's
+        offset = minus(ix, Var(loop.var))
+        if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
+            raise NotNest("a range against an index of slope other than 1")
+        inside = self.domain(y)
+        if proves(inside, Compare("<=", iy.lo, plus(loop.lo, offset))) and \
+                proves(inside, Compare("<=", plus(loop.hi, offset), iy.hi)):
+            return None
+        raise NotNest("a range that holds part of a free index's range")
+
+    def _pinned_equation(self, ix, iy, var):
+        """x's index (over a common loop index at y's value, or constant) equals y's: TRUE or
+        FALSE where both are periodic in that one index (or constant) and the residues
+        decide it, else the equation."""
+        import math
+
+        y_names = {n.name for n in walk_expr(iy) if isinstance(n, Var)}
+        if y_names <= ({var} if var else set()):
+            fx, fy = self.index(ix, var), self.index(iy, var)
+            if fx.a == fy.a:
+                seen = {fx(r) == fy(r) for r in range(math.lcm(fx.p, fy.p))}
+                if len(seen) == 1:
+                    return TRUE if seen.pop() else FALSE
+        return settled(Compare("==", ix, iy))
+
+    def index(self, expr, var):
+        key = (expr, var)
+        if key not in self._index:
+            self._index[key] = Index(expr, var)
+        return self._index[key]
+
+    def candidates(self, x: Site, y: Site, pair, engine: str) -> list[Candidate]:
+        depth = common_depth(x, y)
+        common = x.trail[:depth]
+        levels = []
+        if static_order(x, y) == "before":
+            levels.append(None)  # the same iterations of every common loop
+        levels += [j for j in reversed(range(depth)) if isinstance(common[j].stmt, For)]
+        out = []
+        for j in levels:
+            out += self._candidates(x, y, pair, engine, depth, common, j)
+        return out
+
+    def _candidates(self, x: Site, y: Site, pair, engine, depth, common, j) -> list[Candidate]:
+        """The candidate at level j (None: the same iterations), as the ways its
+        conditions go (exclusive; one where every choice is decided)."""
+        ax, ay = pair
+        pinned = {s.stmt.var for s in (common if j is None else common[:j]) if isinstance(s.stmt, For)}
+        loops = {l.var: l for l in x.loops}
+        free = [l.var for l in x.loops if l.var not in pinned]  # outermost first
+        diverging = None if j is None else common[j].stmt.var
+        conds, constraint = [], {}
+        for ix, iy in zip(ax.indices, ay.indices):
+            if isinstance(ix, Range) or isinstance(iy, Range):
+                found = self._range_equation(x, y, ix, iy, pinned, loops)
+                if found is None:
+                    continue
+                if found == FALSE:
+                    return []
+                conds.append(found)
+                continue
+            names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
+            var = names[0] if names else None
+            if var is None or var in pinned:
+                conds.append(self._pinned_equation(ix, iy, var))
+                continue
+            new = self._equation(ix, iy, var)
+            if new is None:
+                return []
+            if new == "any":
+                continue
+            if constraint.get(var, new) != new:
+                raise NotNest("two equations on one loop index")
+            constraint[var] = new
+        guards: dict = {}
+        for g in self.guards[x.op.name]:
+            if not isinstance(g, Guard):
+                conds.append(g)  # over the parameters
+            elif g.var in pinned:
+                conds.append(holds_at(g, Var(g.var)))
+            else:
+                guards.setdefault(g.var, []).append(g)
+        inside = self.domain(y)
+        states = [({v: Var(v) for v in pinned}, conds, [])]
+        for var in free:
+            states = [(env | {var: value}, cs + more, fs + facts) for env, cs, fs in states
+                      for value, more, facts in self._largest(y, loops[var], var == diverging, env, constraint.get(var),
+                                                              guards.get(var, ()), [*inside, *cs], loops)]
+        out = []
+        self._origins += 1
+        for x_env, cs, facts in states:
+            cs = [c for c in (settled(c) for c in cs) if c != TRUE and not proves(inside, c)]
+            condition = conjunction(*cs)  # (index equations kept above read pinned names only: y's)
+            guarded = self.guards[x.op.name] or self.guards[y.op.name]  # (what refutes a condition without guards: bounds above)
+            if condition == FALSE or guarded and any(refuted([*inside, *cs[:k], *cs[k + 1:]], c) for k, c in enumerate(cs)):
+                continue
+            gap = self._gap(x, y, engine, depth, common, j, x_env)
+            values = {l.var: x_env[l.var] for l in x.loops}
+            key = (depth, 0) if j is None else (j, 1)
+            gap = decided(gap, [*inside, condition])
+            out.append(Candidate(key, condition, gap, self._origins, x, values, tuple(facts)))
+        return out
+
+    def _equation(self, ix, iy, var):
+        """x's index over its free index `var` equals y's: ("mod", r, p) (var % p == r %
+        p), ("at", e) (var == e), "any" (always), None (never), or NotNest."""
+        fx = self.index(ix, var)
+        y_names = [n.name for n in walk_expr(iy) if isinstance(n, Var)]
+        y_var = y_names[0] if y_names else None
+        if fx.a == 0:
+            if y_var is not None:
+                shift = _shift(fx, self.index(iy, y_var))
+                if shift is None:
+                    raise NotNest("periodic indices that meet at some residues only")
+                return ("mod", simplify(BinOp("+", Var(y_var), Const(shift))) if shift else Var(y_var), fx.p)
+            value = simplify(iy).value
+            residues = [r for r in range(fx.p) if fx.base[r] == value]
+            if not residues:
+                return None
+            if len(residues) == fx.p:
+                return "any"
+            if len(residues) > 1:
+                raise NotNest("an index equation with several residues")
+            return ("mod", Const(residues[0]), fx.p)
+        if fx.p == 1 and fx.a in (1, -1):
+            return ("at", simplify(BinOp("*", Const(fx.a), BinOp("-", iy, Const(fx.base[0])))))
+        raise NotNest("an index of slope other than +-1")
+
+    def _largest(self, y: Site, loop, diverging: bool, env: dict, constraint, guards, inside, loops=None) -> list:
+        """[(value, conditions, facts)]: the largest value of a free index (its loop at
+        `loop`, the enclosing ones at `env`) that its equation and guards allow, with the
+        conditions under which it exists. An enclosing free index took its largest value
+        without looking inside, so where a guard reads one (`j == i`) the conditions must
+        hold at v + 1 wherever they hold at v (else NotNest)."""
+        var = loop.var
+        outer = {n.name for g in guards if g.bound is not None for n in walk_expr(g.bound)
+                 if isinstance(n, Var) and loops and n.name in loops and n.name != var and env.get(n.name) != n}
+        if outer:
+            self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, outer)
+        guards = [attrs.evolve(g, bound=simplify(subst(g.bound, env))) if g.bound is not None else g for g in guards]
+        lo = simplify(loop.lo)
+        ub = minus(Var(var), Const(1)) if diverging else minus(subst(loop.hi, env), Const(1))
+        lowers, uppers, at, mod, conds = [lo], [ub], None, None, []
+        match constraint:
+            case ("mod", r, p):
+                mod = (r, p)
+            case ("at", e):
+                at = e
+        for g in guards:
+            match g.op:
+                case ">=":
+                    lowers.append(g.bound)
+                case "<=":
+                    uppers.append(g.bound)
+                case "==":
+                    at, conds = (g.bound, conds) if at is None else (at, [*conds, Compare("==", at, g.bound)])
+                case "!=" if simplify(g.bound) == lo:
+                    lowers.append(plus(lo, Const(1)))
+                case "!=" if simplify(g.bound) == minus(subst(loop.hi, env), Const(1)):
+                    uppers.append(minus(g.bound, Const(1)))
+                case "mod" if len(g.residues) == g.period:
+                    pass
+                case "mod" if not g.residues:
+                    return []
+                case "mod" if len(g.residues) == 1:
+                    (rho,) = g.residues
+                    if mod is None:
+                        mod = (Const(rho), g.period)
+                    elif mod[1] % g.period == 0:  # the equation's residue decides the guard
+                        conds.append(holds_at(g, mod[0]))
+                    elif g.period % mod[1] == 0:  # the guard's residue decides the equation
+                        conds.append(holds_at(attrs.evolve(g, period=mod[1], residues=frozenset({rho % mod[1]})), mod[0]))
+                        mod = (Const(rho), g.period)
+                    else:
+                        raise NotNest("a guard and an index equation of unrelated periods")
+                case _:
+                    raise NotNest("a guard that leaves a loop index several ranges")
+        ways = [(ub, [])]
+        for bound in uppers[1:]:
+            ways = [w for top, cs in ways for w in _smaller(top, bound, [*inside, *cs], cs)]
+        out = []
+        for top, cs in ways:
+            facts = []
+            if at is not None:
+                value = at
+                exists = [*(Compare(">=", at, low) for low in lowers), Compare("<=", at, top)]
+                if mod is not None:
+                    exists.append(holds_at(Guard(var, "mod", residues=frozenset({0}), period=mod[1]), minus(at, mod[0])))
+            elif mod is not None:  # (a constant residue: the least value >= low of it is at most top)
+                value = minus(top, BinOp("%", BinOp("-", top, mod[0]), Const(mod[1])))
+                least = [plus(low, BinOp("%", BinOp("-", mod[0], low), Const(mod[1]))) for low in lowers]
+                exists = [Compare(">=", top, e) if isinstance(e, Const) else Compare(">=", value, low)
+                          for e, low in zip(least, lowers)]
+                facts = [Compare(">=", value, low) for low in lowers]
+            else:
+                value = top
+                plain = len(lowers) == 1 and len(uppers) == 1
+                exists = [] if plain and self.over_indices(loop) and not diverging else [Compare(">=", top, low) for low in lowers]
+            if not guards:
+                exists = [e for e in exists if not self._witnessed(y, loop, constraint, e, not diverging)]
+            out.append((value, [*conds, *cs, *exists], facts))
+        return out
+
+    def _check_monotone(self, y, loop, diverging, env, constraint, guards, inside, loops, outer):
+        symbols = {v: Var(f"#{v}") for v in sorted(outer)}
+        ranges = [c for v, sym in symbols.items() for c in (Compare(">=", sym, subst(loops[v].lo, env)),
+                                                             Compare("<", sym, subst(loops[v].hi, env)))]
+        ways = self._largest(y, loop, diverging, env | symbols, constraint, guards, [*inside, *ranges])
+        for _, conds, _ in ways:
+            for sym in symbols.values():
+                step = {sym.name: plus(sym, Const(1))}
+                where = [*inside, *ranges, *conds, Compare("<", plus(sym, Const(1)), subst(loops[sym.name[1:]].hi, env))]
+                if not all(proves(where, settled(subst(c, step))) for c in conds):
+                    raise NotNest("a guard over two free loop indices whose inner one may have no value")
+
+    def _gap(self, x: Site, y: Site, engine, depth, common, j, x_env):
+        """B: the F-instances strictly between x at `x_env` and y."""
+        y_env = {l.var: Var(l.var) for l in y.loops}
+        if j is None:
+            stmts = self.program.body if depth == 0 else body_of(common[-1])
+            start, lead = depth, Const(0)
+        else:
+            loop = common[j].stmt
+            stmts, start = loop.body, j + 1
+            lead = self.iterations(loop, Var(loop.var), y_env, engine, start=x_env[loop.var])
+        return plus(lead, minus(minus(self.before(stmts, y.trail[start:], y_env, engine),
+                                      self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
+
+
+def _smaller(a, b, facts, cs) -> list:
+    """[(the smaller of a and b, conditions)]: one way where bounds decide it, else both."""
+    if proves(facts, Compare("<=", a, b)):
+        return [(a, cs)]
+    if proves(facts, Compare("<=", b, a)):
+        return [(b, cs)]
+    return [(simplify(Min(a, b)), cs)]
+
+
+def _shift(fx: Index, fy: Index) -> int | None:
+    """s when fx(u) == fy(w) exactly where u % p == (w + s) % p (p: fx's period), for
+    fx periodic in u and fy periodic in w; else None."""
+    import math
+
+    if fy.a != 0 or fy.range is not None:
+        return None
+    span = math.lcm(fx.p, fy.p)
+    found = None
+    for w in range(span):
+        residues = [r for r in range(fx.p) if fx.base[r] == fy(w)]
+        if len(residues) != 1:
+            return None
+        s = (residues[0] - w) % fx.p
+        if found is not None and s != found:
+            return None
+        found = s
+    return found

@@ -1,0 +1,159 @@
+"""Counts of a program of the nest stage's class (nest.py): the F-instances before a
+point of a loop nest as polynomials of the loop indices and parameters, `if`-expressions
+where a guard decides a count (nest_guards.py), and what holds where an op runs."""
+
+from __future__ import annotations
+
+from semantics.context import Site, static_order
+from semantics.ir import BinOp, Compare, Const, For, If, IfExpr, Iters, Program, Var, walk_expr
+from semantics.simplify import expr, linear, simplify
+from semantics.symbolic import conflicting_pairs
+from algorithm.threshold.facts import domain_conds, param_bounds, subst
+from algorithm.threshold.nest_guards import Guard, count_where, guard_of, holds_at
+from algorithm.threshold.reasoning import NotNest, minus, plus, power_sum, product
+
+SUMMED = "#t"  # the index a sum over a loop's iterations runs over (no kernel name has "#")
+
+
+class Counts:
+    """The counts of one program of the class, and what holds where its ops run."""
+
+    def __init__(self, program: Program, found: dict[str, Site], conflicts=conflicting_pairs):
+        self.program, self.sites, self.conflicts = program, found, conflicts
+        self._n: dict = {}
+        self._before_y: dict = {}
+        self.params = param_bounds(program.params)
+        self.param_names = frozenset(p.name for p in program.params)
+        self.guards = {name: _guards(site) for name, site in found.items()}
+
+    def domain(self, y: Site) -> list:
+        """What holds where y runs: the parameters' bounds, its loops' ranges, its guards
+        (also in the spelling bounds can use: `u % p == r`, `e % m >= 1`)."""
+        out = [*self.params, *domain_conds(y)]
+        for g in self.guards[y.op.name]:
+            if not isinstance(g, Guard):
+                out.append(g)  # (over the parameters: `e % m >= 1` for `not e % m == 0`)
+            elif g.op == "mod" and len(g.residues) == 1:
+                out.append(holds_at(g, Var(g.var)))
+                lo = next(simplify(l.lo).value for l in y.loops if l.var == g.var)  # its least value
+                out.append(Compare(">=", Var(g.var), Const(lo + (min(g.residues) - lo) % g.period)))
+        return out
+
+    def over_indices(self, loop) -> bool:
+        """Whether the loop's upper bound reads an enclosing loop's index (triangular)."""
+        return any(isinstance(n, Var) and n.name not in self.param_names for n in walk_expr(loop.hi))
+
+    # ------------------------------------------------------------ counts
+
+    def instances(self, stmts, engine: str):
+        """F-instances of one execution of the statements: a polynomial of the parameters
+        and of the indices of the loops around them (a triangular bound reads those)."""
+        key = (id(stmts), engine)
+        if key not in self._n:
+            total = Const(0)
+            for stmt in stmts:
+                if isinstance(stmt, For):
+                    total = plus(total, self.iterations(stmt, stmt.hi, {}, engine))
+                elif isinstance(stmt, If):
+                    a, b = self.instances(stmt.then, engine), self.instances(stmt.else_, engine)
+                    total = plus(total, a if a == b else IfExpr(stmt.cond, a, b))
+                elif getattr(stmt, "engine", None) == engine:
+                    total = plus(total, Const(1))
+            self._n[key] = (stmts, total)
+        return self._n[key][1]
+
+    def iterations(self, loop, upto, env: dict, engine: str, start=None):
+        """F-instances of the loop's iterations start..upto-1 (start: its lower bound), the
+        loops around it at their values in `env` (names it lacks stay symbolic). The values
+        are over y's names, which may be the loop's own: the sum runs over a fresh one."""
+        body = subst(self.instances(loop.body, engine), {**env, loop.var: Var(SUMMED)})
+        start = loop.lo if start is None else start
+        return _summed(body, start, upto)
+
+    def before(self, stmts, steps, env: dict, engine: str):
+        """F-instances of the statements' execution before the point `steps` leads to,
+        with each loop index around and on the way at its value in `env`."""
+        step, rest = steps[0], steps[1:]
+        total = subst(self.instances(stmts[:step.index], engine), env)
+        if isinstance(step.stmt, For):
+            loop = step.stmt
+            total = plus(total, plus(self.iterations(loop, env[loop.var], env, engine),
+                                     self.before(loop.body, rest, env, engine)))
+        elif isinstance(step.stmt, If):
+            total = plus(total, self.before(body_of(step), rest, env, engine))
+        return simplify(total)
+
+    def before_y(self, y: Site, engine: str):
+        """The F-instances before y in program order, over y's indices (built once)."""
+        key = ("closed", y.op.name, engine)
+        if key not in self._before_y:
+            y_env = {l.var: Var(l.var) for l in y.loops}
+            self._before_y[key] = self.before(self.program.body, y.trail, y_env, engine)
+        return self._before_y[key]
+
+    def iters_count(self, y: Site, engine: str):
+        """The F-instances before y, against the tracked iteration counts (built once)."""
+        key = ("iters", y.op.name, engine)
+        if key not in self._before_y:
+            self._before_y[key] = self._iters_count(y, engine)
+        return self._before_y[key]
+
+    def _iters_count(self, y: Site, engine: str):
+        if any(x.op.engine == engine and x.guards for x in self.sites.values()):
+            return None  # (an op under a guard runs in some iterations of its loop only)
+        total = Const(0)
+        enclosing = {id(l) for l in y.loops}
+        for x in self.sites.values():
+            if x.op.engine != engine:
+                continue
+            if not x.loops:
+                total = plus(total, Const(1 if static_order(x, y) == "before" else 0))
+                continue
+            loop = x.loops[-1]
+            term = Iters(loop.var)
+            if id(loop) in enclosing and static_order(x, y) != "before":
+                term = BinOp("-", term, Const(1))
+            total = plus(total, term)
+        return total
+
+
+def body_of(step):
+    """The statements inside a trail step: a loop's body, or the branch of an `if` taken."""
+    if isinstance(step.stmt, For):
+        return step.stmt.body
+    return step.stmt.then if step.branch else step.stmt.else_
+
+
+def _guards(site: Site) -> list:
+    """The guards on the site's instances (nest_guards.guard_of), outermost first."""
+    out, around = [], []
+    for step in site.trail[:-1]:
+        if isinstance(step.stmt, For):
+            around.append(step.stmt.var)
+        else:
+            out.append(guard_of(step.stmt.cond, step.branch, around))
+    return out
+
+
+def _summed(body, start, stop):
+    """The sum of the body's count over the index #t = start .. stop - 1: Faulhaber's sums
+    for its polynomial part, `count_where` for a part under a guard on #t."""
+    mentions = lambda e: any(isinstance(n, Var) and n.name == SUMMED for n in walk_expr(e))  # noqa: E731
+    plain, total = {}, Const(0)
+    for mono, coef in linear(body).items():
+        guarded = [a for a in mono or () if isinstance(a, IfExpr) and mentions(a.cond)]
+        if not guarded:
+            plain[mono] = coef
+            continue
+        atom = guarded[0]
+        rest = expr({tuple(a for a in mono if a is not atom) or None: coef})
+        if len(guarded) > 1 or any(mentions(e) for e in (rest, atom.then, atom.else_)):
+            raise NotNest("a count under a guard that varies with its loop index")
+        g = guard_of(atom.cond, True, (SUMMED,))
+        count = count_where(g, start, stop)
+        total = plus(total, product(rest, plus(product(atom.else_, minus(stop, start)),
+                                               product(minus(atom.then, atom.else_), count))))
+    poly = expr(plain)
+    if mentions(poly):
+        return plus(total, power_sum(poly, SUMMED, start, stop))
+    return plus(total, product(minus(stop, start), poly))
