@@ -114,9 +114,11 @@ def check_nest(program: Program) -> dict[str, Site]:
                         raise NotNest("a range over more than parameters and loop indices")
                     continue
                 names = {n.name for n in walk_expr(index) if isinstance(n, Var)}
-                if len(names) > 1 or not names <= loop_vars:
-                    raise NotNest("an index over parameters or more than one loop variable")
-                check_index(index, next(iter(names), None), frozenset())
+                if not names <= loop_vars | params or any(isinstance(n, (Iters, Count)) for n in walk_expr(index)):
+                    raise NotNest("an index over more than loop indices and parameters")
+                if len(names) <= 1 and names <= loop_vars:
+                    check_index(index, next(iter(names), None), frozenset())
+                # (others: a congruence or slope +-1 in one free index, nest_candidates.py)
     return found
 
 

@@ -13,7 +13,7 @@ from semantics.simplify import simplify
 from algorithm.threshold.facts import subst
 from algorithm.threshold.flat import Index
 from algorithm.threshold.nest_counts import Counts, body_of
-from algorithm.threshold.nest_guards import Guard, decided, holds_at
+from algorithm.threshold.nest_guards import Guard, decided, holds_at, never
 from algorithm.threshold.reasoning import FALSE, TRUE, NotNest, conjunction, minus, plus, proves, refuted, settled
 
 
@@ -61,10 +61,12 @@ class Nest(Counts):
             return settled(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)))
         if isinstance(ix, Range):
             return settled(And(Compare("<=", ix.lo, iy), Compare("<", iy, ix.hi)))
-        names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
-        if not names or names[0] in pinned:
+        moving = sorted({n.name for n in walk_expr(ix) if isinstance(n, Var) and n.name in loops and n.name not in pinned})
+        if not moving:
             return settled(And(Compare("<=", iy.lo, ix), Compare("<", ix, iy.hi)))
-        loop = loops[names[0]]  # x's free index u: u + c over its whole range must lie in y's
+        if len(moving) > 1:
+            raise NotNest("a point index over two free loop indices against a range")
+        loop = loops[moving[0]]  # x's free index u: u + c over its whole range must lie in y's
         offset = minus(ix, Var(loop.var))
         if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
             raise NotNest("a range against an index of slope other than 1")
@@ -74,20 +76,23 @@ class Nest(Counts):
             return None
         raise NotNest("a range that holds part of a free index's range")
 
-    def _pinned_equation(self, ix, iy, var):
-        """x's index (over a common loop index at y's value, or constant) equals y's: TRUE or
-        FALSE where both are periodic in that one index (or constant) and the residues
-        decide it, else the equation."""
+    def _pinned_equation(self, ix, iy, names: set):
+        """x's index (over common loop indices at y's values and parameters) equals y's:
+        TRUE or FALSE where both are periodic in one loop index (`names`: the index's, None
+        where it reads a parameter) or constant and the residues decide it, else the
+        equation."""
         import math
 
         y_names = {n.name for n in walk_expr(iy) if isinstance(n, Var)}
-        if y_names <= ({var} if var else set()):
+        var = next(iter(names), None) if names else None
+        if names is not None and len(names) <= 1 and y_names <= ({var} if var else set()):
             fx, fy = self.index(ix, var), self.index(iy, var)
             if fx.a == fy.a:
                 seen = {fx(r) == fy(r) for r in range(math.lcm(fx.p, fy.p))}
                 if len(seen) == 1:
                     return TRUE if seen.pop() else FALSE
-        return settled(Compare("==", ix, iy))
+        equation = settled(Compare("==", ix, iy))
+        return FALSE if never(equation) else equation
 
     def index(self, expr, var):
         key = (expr, var)
@@ -125,12 +130,17 @@ class Nest(Counts):
                     return []
                 conds.append(found)
                 continue
-            names = [n.name for n in walk_expr(ix) if isinstance(n, Var)]
-            var = names[0] if names else None
-            if var is None or var in pinned:
-                conds.append(self._pinned_equation(ix, iy, var))
+            names = {n.name for n in walk_expr(ix) if isinstance(n, Var)}
+            moving = [v for v in free if v in names]
+            if not moving:
+                conds.append(self._pinned_equation(ix, iy, names if names <= set(loops) else None))
                 continue
-            new = self._equation(ix, iy, var)
+            if len(moving) > 1:
+                raise NotNest("an index over two free loop indices")
+            var = moving[0]
+            y_names = {n.name for n in walk_expr(iy) if isinstance(n, Var)}
+            plain = names == {var} and len(y_names) <= 1 and y_names <= {l.var for l in y.loops}
+            new = self._equation(ix, iy, var) if plain else _offset_equation(ix, iy, var)
             if new is None:
                 return []
             if new == "any":
@@ -291,6 +301,31 @@ class Nest(Counts):
             lead = self.iterations(loop, Var(loop.var), y_env, engine, start=x_env[loop.var])
         return plus(lead, minus(minus(self.before(stmts, y.trail[start:], y_env, engine),
                                       self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
+
+
+def _offset_equation(ix, iy, var):
+    """x's index over its free index `var` beside fixed names (common indices at y's
+    values, parameters) equals y's: `(a * var + E) % p == G % p` is ("mod", a * (G - E), p),
+    and `a * var + E == G` is ("at", a * (G - E)), for a = +-1; else NotNest."""
+    from semantics.simplify import expr, linear
+
+    ix, iy = simplify(ix), simplify(iy)
+    modular = isinstance(ix, BinOp) and ix.op == "%" and isinstance(ix.right, Const) and ix.right.value > 0
+    lin = linear(ix.left if modular else ix)
+    a = lin.pop((Var(var),), 0)
+    rest = expr(lin)
+    if a not in (1, -1) or any(isinstance(n, Var) and n.name == var for n in walk_expr(rest)):
+        raise NotNest("an index of slope other than +-1 beside other names")
+    if not modular:
+        return ("at", simplify(BinOp("*", Const(a), BinOp("-", iy, rest))))
+    p = ix.right.value
+    if isinstance(iy, BinOp) and iy.op == "%" and iy.right == Const(p):
+        target = iy.left
+    elif isinstance(iy, Const) and 0 <= iy.value < p:
+        target = iy
+    else:
+        raise NotNest("a periodic index against one of another period")
+    return ("mod", simplify(BinOp("*", Const(a), BinOp("-", target, rest))), p)
 
 
 def _smaller(a, b, facts, cs) -> list:

@@ -14,6 +14,7 @@ where a piece's conditions tell which way they go (`decided`).
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import attrs
@@ -156,8 +157,13 @@ def decided(value, facts: list, by_bounds: bool = True):
 
 def _gathered(value):
     """The value with its terms `k * (if c then a else b)` of one condition c gathered
-    into one `if c then sum(k * a) else sum(k * b)` (equal branches then fold away)."""
+    into one `if c then sum(k * a) else sum(k * b)` (equal branches then fold away), and
+    a constant beside one such term taken into its branches."""
     lin = linear(value)
+    terms = [m for m in lin if m is not None]
+    if len(terms) == 1 and len(terms[0]) == 1 and isinstance(terms[0][0], IfExpr) and lin[terms[0]] == 1 and lin.get(None):
+        (atom,), k = terms[0], Const(lin[None])  # `(if c then a else b) + k`: the k inside
+        return simplify(IfExpr(atom.cond, plus(atom.then, k), plus(atom.else_, k)))
     by_cond: dict = {}
     for mono, coef in lin.items():
         if mono is not None and len(mono) == 1 and isinstance(mono[0], IfExpr):
@@ -212,3 +218,32 @@ def unperiodic(value, facts: list = ()):
             return value
         found = form
     return value if found is None else simplify(expr(found))
+
+
+def never(c) -> bool:
+    """Whether an equation with `%` terms holds for no integers: on every residue class of
+    its names it is an equation `a * q + b == 0` with no integer solution (`i == (i + 1)
+    % 2`: 2q == 1 or 2q + 1 == 0)."""
+    from semantics.ir import BinOp
+
+    from algorithm.threshold.bounds import residue_classes
+    from algorithm.threshold.facts import subst
+
+    if not isinstance(c, Compare) or c.op != "==" or not any(isinstance(n, BinOp) and n.op == "%"
+                                                              for n in walk_expr(c)):
+        return False
+    classes = residue_classes([c.left, c.right])
+    if classes is None:
+        return False
+    for values in classes:
+        form = linear(simplify(subst(BinOp("-", c.left, c.right), values)))
+        constant = form.pop(None, 0)
+        if any(isinstance(n, BinOp) for m in form for a in m for n in walk_expr(a)) \
+                or any(type(v) is not int for v in form.values()) or type(constant) is not int:
+            return False
+        step = 0
+        for v in form.values():
+            step = math.gcd(step, v)
+        if (step == 0 and constant == 0) or (step != 0 and constant % step == 0):
+            return False  # (some integers may solve it)
+    return True

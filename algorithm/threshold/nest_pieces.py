@@ -18,8 +18,7 @@ from algorithm.threshold.facts import subst
 from algorithm.threshold.nest_guards import decided, unperiodic
 from algorithm.threshold.reasoning import (
     FALSE, TRUE, NotNest, conjunction, conjuncts, contradictory, disjunction, finite_values, minus, negated, pin, proves,
-    proves_where, refuted,
-    settled,
+    proves_where, refuted, settled, spelled,
 )
 from algorithm.threshold.thresholds import operators
 
@@ -96,8 +95,9 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         mine = set(conjuncts(condition))
         if any(set(conjuncts(d)) <= mine for piece in pieces for d in piece.conditions):
             continue  # it exists only where an earlier one does
-        if pieces and pieces[-1].gap in (gap, decided(gap, where, by_bounds=False)):  # (equal where it applies)
-            pieces[-1].conditions.append(condition)
+        if pieces and (pieces[-1].gap in (gap, decided(gap, where, by_bounds=False))
+                       or _equal_where_new(pieces[-1], gap, condition, [*domain, *failed], pins, lowers)):
+            pieces[-1].conditions.append(condition)  # (equal gaps where it applies)
         else:
             pieces.append(Piece([condition], gap, dict(pins), list(failed), cand.facts, cand.gap))
         if condition == TRUE:
@@ -134,6 +134,16 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         a, b = pieces[-2:]
         pieces[-2:] = [Piece([TRUE], ("max", a.gap, b.whole), a.pins, a.facts)]
     return pieces
+
+
+def _equal_where_new(last: Piece, gap, condition, facts, pins, lowers) -> bool:
+    """Whether the last piece's gap equals `gap` wherever `condition` holds and the last
+    piece's conditions fail (one way at a time): then the last piece covers it too."""
+    ways = _ways_to_fail(last.conditions)
+    if isinstance(last.gap, tuple) or ways is None or TRUE in last.conditions:
+        return False
+    return all(proves_where(Compare("==", last.gap, gap), [*way, *conjuncts(condition)], facts, pins, lowers)
+               for way in ways)
 
 
 def _only_value(c, domain, lowers) -> dict:
@@ -210,10 +220,11 @@ def piece_forms(nest: Nest, y: Site, engine: str, piece: Piece, count_registers:
 
 
 def written(pieces, choice):
+    """The chain of the pieces, each condition in its spelling of least arithmetic."""
     out = Const(0)
     for disjuncts, forms in reversed(pieces):
         form = Max(choice(forms[1]), choice(forms[2])) if forms[0] == "max" else choice(forms)
-        out = form if TRUE in disjuncts else IfExpr(disjunction(disjuncts), form, out)
+        out = form if TRUE in disjuncts else IfExpr(disjunction([spelled(d) for d in disjuncts]), form, out)
     return out
 
 

@@ -64,6 +64,27 @@ def normal_compare(c):
     return Compare("==" if c.op == "==" else ">=", expr(lin), Const(k))
 
 
+def spelled(c):
+    """The condition with each comparison written with the fewest operators: the terms of
+    each sign on their own side (`S - i >= 1` is `i < S`, `j - i == 0` is `j == i`)."""
+    from semantics.simplify import expr, linear
+
+    if isinstance(c, And):
+        return And(spelled(c.left), spelled(c.right))
+    if not isinstance(c, Compare) or c.op not in (">=", "=="):
+        return c
+    lin = linear(BinOp("-", c.left, c.right))  # lin >= 0 or lin == 0
+    k = lin.pop(None, 0)
+    if any(type(v) is not int for v in lin.values()):
+        return c
+    pos = {m: v for m, v in lin.items() if v > 0}
+    neg = {m: -v for m, v in lin.items() if v < 0}
+    if not pos or not neg or k not in (0, -1) or (c.op == "==" and k != 0):
+        return c
+    small, large = expr(neg), expr(pos)
+    return Compare("==" if c.op == "==" else "<=" if k == 0 else "<", small, large)
+
+
 def conjunction(*conds):
     out = TRUE
     for c in conds:

@@ -203,16 +203,16 @@ def test_the_barrier_layout_plans_regions_not_the_whole_program(monkeypatch):
     # ../shared/repro/barrier_slow_mod_k.sync took 9.5 s of CPU when the layout planned
     # the whole program with the general planner and subtracted each region's start; its
     # regions are small enough for milliseconds. No planned program may be the whole.
-    import algorithm.threshold as threshold_pkg
+    import algorithm.threshold.pipeline as pipeline
 
     planned = []
-    original = threshold_pkg.plan_thresholds
+    original = pipeline.plan
 
     def spy(program, *args, **kwargs):
         planned.append(len([s for s in walk_stmts(program.body) if isinstance(s, Op)]))
         return original(program, *args, **kwargs)
 
-    monkeypatch.setattr(threshold_pkg, "plan_thresholds", spy)
+    monkeypatch.setattr(pipeline, "plan", spy)
     program = parse_file(str(DATA_DIR / "repro" / "barrier_slow_mod_k.sync"))
     result = get_strategy("barrier")(program)
     total = len([s for s in walk_stmts(program.body) if isinstance(s, Op)])

@@ -124,8 +124,8 @@ def test_a_bound_with_min_over_an_enclosing_index_is_left_to_the_later_stages():
 # ---------------------------------------------------------------- generated nests
 
 ENGINES = ["E0", "E1", "E2"]
-OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None]
-INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None]
+OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None, "(i + N) % 2"]
+INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None, "(j + M) % 2", "(i + j) % 2"]
 OUTER_GUARDS = ["i % 2 == 0", "i == 0", "i >= 1", "i + 1 < N", "i < M", "N > 1"]
 INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j == i", "j < i", "j >= i"]
 
@@ -134,7 +134,7 @@ INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j 
 def nests(draw):
     """Two-deep nests, rectangular or triangular: ops before, inside and after the inner
     loop, and after the nest, some under an `if` (with or without `else`); indices over
-    one loop index each."""
+    one loop index, or with a parameter or the outer index beside it."""
     engines = ENGINES[:draw(st.integers(2, 3))]
     buffers = ["a", "b"]
     lines = ["engines " + " ".join(engines), f"param N >= {draw(st.integers(0, 1))}",

@@ -123,5 +123,5 @@ def test_teeth_a_closure_cycle_holding_the_facts_is_caught(monkeypatch):
         return real(ctx, y, engine, targets, facts, threshold)
 
     monkeypatch.setattr(plan, "counted_form", cyclic)
-    found = _z3_objects_in_cycles(_plan("kernels/suite/moe_blocks.sync"))
+    found = _z3_objects_in_cycles(_plan("kernels/ring_buffer.sync"))
     assert called and found
