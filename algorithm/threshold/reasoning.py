@@ -6,6 +6,7 @@ value at a time. No solver."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 from semantics.errors import Unsupported
@@ -136,6 +137,18 @@ def pin(c, lowers: dict) -> dict:
 
 
 def proves(facts: list, claim) -> bool:
+    """`_proves`, remembered: the nest stage asks the same question again across pieces
+    and forms (a pure function of its IR arguments, so the answer never depends on what
+    was asked before)."""
+    return _remembered(tuple(facts), claim)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _remembered(facts: tuple, claim) -> bool:
+    return _proves(list(facts), claim)
+
+
+def _proves(facts: list, claim) -> bool:
     """Whether bounds prove the claim under the facts, the `e % m` terms of the claim (m
     at most 4, two of them at most) taken one value at a time where the claim needs it:
     a claim that holds for every value of such a term holds. An `if`-expression of the
