@@ -1,13 +1,15 @@
 """Loop nests: the thresholds of a program of loop nests by arithmetic, no solver.
 
-Class (`check_nest`): no `if`, DMA queue, peer clause or replica (barriers are dropped, as
-every threshold output drops them); each loop `for v in LO..HI` has a constant LO and an
-HI either over parameters only, at least LO for every valid valuation (the loop runs HI -
+Class (`check_nest`): no DMA queue, peer clause or replica (barriers are dropped, as
+every threshold output drops them); each `if` a guard on one loop index or on the
+parameters (nest_guards.py); each loop `for v in LO..HI` has a constant LO and an HI
+either over parameters only, at least LO for every valid valuation (the loop runs HI -
 LO times wherever it is reached), or affine in the parameters and the enclosing loops'
-indices and above LO wherever it is reached (a triangular nest: never empty, so the
-latest instance below takes the largest value of each index in turn); each access index
-is a point index built from at most one loop variable of the op's loops and constants,
-linear plus periodic in it (flat.Index), with no parameter, or a range over parameters.
+indices, non-decreasing in them and above LO wherever it is reached (a triangular nest:
+never empty, and a larger enclosing index leaves a range that holds the smaller one's,
+so the latest instance takes the largest value of each index in turn); each access
+index is a point index linear plus periodic in one loop variable (flat.Index), or with
+parameters and other indices beside it (nest_candidates.py), or a range.
 
 Rule (plan.py's): y at iteration w waits `F >= T`, T the number of F-instances up to and
 including the last one that conflicts with y. With B the F-instances strictly between

@@ -304,13 +304,15 @@ def power_sum(poly, var: str, start, stop):
         return {0: times(Const(12), n), 1: times(Const(6), n, m), 2: times(Const(2), m, n, BinOp("-", times(Const(2), n), Const(1))),
                 3: times(Const(3), n, m, n, m)}[k]
 
-    total = Const(0)
+    total: dict = {}
     for mono, coef in linear(poly).items():
         atoms = () if mono is None else mono
         k = sum(1 for a in atoms if a == Var(var))
         if k > 3 or any(a != Var(var) and any(isinstance(n, Var) and n.name == var for n in walk_expr(a)) for a in atoms):
             raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
-        rest = expr({tuple(a for a in atoms if a != Var(var)) or None: coef})
-        total = BinOp("+", total, times(rest, BinOp("-", f12(k, stop), f12(k, start))))
-    lin = {m: Fraction(c) / 12 for m, c in linear(simplify(total)).items()}
-    return simplify(expr(lin))
+        # (the coefficient, a fraction where the body is a sum formula, kept exact: never
+        # written as a division of its own, which would round it)
+        part = linear(times(*(a for a in atoms if a != Var(var)), BinOp("-", f12(k, stop), f12(k, start))))
+        for m, c in part.items():
+            total[m] = total.get(m, 0) + Fraction(coef) * c / 12
+    return simplify(expr({m: c for m, c in total.items() if c != 0}))
