@@ -22,7 +22,6 @@ class Candidate:
     key: tuple  # program order between candidates of one consumer: larger is later
     condition: object  # over y's loop indices and the parameters
     gap: object  # B: the F-instances strictly between the instance and y
-    origin: int  # candidates of one origin are the ways one instance's conditions go: exclusive
     site: Site  # the producer
     values: dict = attrs.field(eq=False)  # its loop indices, over y's (irredundant.Source)
     facts: tuple = ()  # what else holds where it exists (its index at least its lower bound)
@@ -33,7 +32,6 @@ class Nest(Counts):
     def __init__(self, program, found: dict[str, Site], *args):
         super().__init__(program, found, *args)
         self._index: dict = {}
-        self._origins = 0
 
     # ------------------------------------------------------------ candidates
 
@@ -163,7 +161,6 @@ class Nest(Counts):
                       for value, more, facts in self._largest(y, loops[var], var == diverging, env, constraint.get(var),
                                                               guards.get(var, ()), [*inside, *cs], loops)]
         out = []
-        self._origins += 1
         for x_env, cs, facts in states:
             cs = [c for c in (settled(c) for c in cs) if c != TRUE and not proves(inside, c)]
             condition = conjunction(*cs)  # (index equations kept above read pinned names only: y's)
@@ -174,7 +171,7 @@ class Nest(Counts):
             values = {l.var: x_env[l.var] for l in x.loops}
             key = (depth, 0) if j is None else (j, 1)
             gap = decided(gap, [*inside, condition])
-            out.append(Candidate(key, condition, gap, self._origins, x, values, tuple(facts)))
+            out.append(Candidate(key, condition, gap, x, values, tuple(facts)))
         return out
 
     def _equation(self, ix, iy, var):
@@ -329,7 +326,7 @@ def _offset_equation(ix, iy, var):
 
 
 def _smaller(a, b, facts, cs) -> list:
-    """[(the smaller of a and b, conditions)]: one way where bounds decide it, else both."""
+    """[(the smaller of a and b, conditions)]: the one bounds prove smaller, else `min(a, b)`."""
     if proves(facts, Compare("<=", a, b)):
         return [(a, cs)]
     if proves(facts, Compare("<=", b, a)):

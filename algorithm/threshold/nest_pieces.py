@@ -37,7 +37,7 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
             b = cands[k]
             if a.key != b.key:
                 first, then = (i, k) if a.key > b.key else (k, i)
-            elif a.gap == b.gap or a.origin == b.origin or \
+            elif a.gap == b.gap or \
                     contradictory([*conjuncts(a.condition), *conjuncts(b.condition)], domain, lowers):
                 continue
             else:
