@@ -28,7 +28,18 @@ class Counts:
 
     def domain(self, y: Site) -> list:
         """What holds where y runs: the parameters' bounds, its loops' ranges, its guards
-        (also in the spelling bounds can use: `u % p == r`, `e % m >= 1`)."""
+        (also in the spelling bounds can use: `u % p == r`, `e % m >= 1`); built once per
+        op (a fresh list: callers extend it)."""
+        key = ("domain", y.op.name)
+        if key not in self._before_y:
+            self._before_y[key] = self._domain(y)
+        return list(self._before_y[key])
+
+    def lowers(self, y: Site) -> dict:
+        """The least value of each parameter and of each of y's loop indices."""
+        return {p.name: p.lower for p in self.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
+
+    def _domain(self, y: Site) -> list:
         out = [*self.params, *domain_conds(y)]
         for g in self.guards[y.op.name]:
             if not isinstance(g, Guard):

@@ -77,7 +77,7 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
     """The pieces of y's threshold on `engine` from its producers' candidates, latest
     first, or None (no producer instance precedes y)."""
     domain = nest.domain(y)
-    lowers = {p.name: p.lower for p in nest.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
+    lowers = nest.lowers(y)
     pieces: list[Piece] = []  # latest first
     failed: list = []  # each condition of one conjunct so far, negated
     pins: dict = {}  # what holds where every candidate so far is missing
@@ -205,7 +205,7 @@ def piece_forms(nest: Nest, y: Site, engine: str, piece: Piece, count_registers:
         return forms
     ways = [w for way in ways for w in way]
     dropped = [k for d in piece.dropped if len(d) == 1 for k in conjuncts(d[0])]
-    lowers = {p.name: p.lower for p in nest.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
+    lowers = nest.lowers(y)
     before = nest.before_y(y, engine)
 
     def at_most_0(form) -> bool:
