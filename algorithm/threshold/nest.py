@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from semantics.context import Site, sites
 from semantics.errors import Unsupported
-from semantics.ir import Compare, Const, Count, For, If, Iters, Program, Range, Var, walk_expr
+from semantics.ir import BinOp, Compare, Const, Count, For, If, Iters, Program, Range, Var, walk_expr
 from semantics.simplify import linear, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.flat import check_index, least_bound
@@ -102,6 +102,7 @@ def check_nest(program: Program) -> dict[str, Site]:
 
     visit(program.body, {})
     del visit
+    least = [Compare(">=", Var(p.name), Const(p.lower)) for p in program.params]
     for site in found.values():
         op = site.op
         if op.replica is not None or op.syncs or op.queue is not None:
@@ -120,6 +121,10 @@ def check_nest(program: Program) -> dict[str, Site]:
                     raise NotNest("an index over more than loop indices and parameters")
                 if len(names) <= 1 and names <= loop_vars:
                     check_index(index, next(iter(names), None), frozenset())
+                for node in walk_expr(index):  # a divisor over parameters: at least 1 for every valuation
+                    if isinstance(node, BinOp) and node.op in ("%", "//") and not isinstance(simplify(node.right), Const) \
+                            and (node.op == "//" or not proves(least, Compare(">=", node.right, Const(1)))):
+                        raise NotNest("a divisor over loop indices, or one that may be below 1")
                 # (others: a congruence or slope +-1 in one free index, nest_candidates.py)
     return found
 

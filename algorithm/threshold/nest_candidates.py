@@ -89,6 +89,12 @@ class Nest(Counts):
                 seen = {fx(r) == fy(r) for r in range(math.lcm(fx.p, fy.p))}
                 if len(seen) == 1:
                     return TRUE if seen.pop() else FALSE
+        ix, iy = simplify(ix), simplify(iy)
+        if isinstance(ix, BinOp) and isinstance(iy, BinOp) and ix.op == iy.op == "%" and ix.right == iy.right \
+                and not isinstance(ix.right, Const) and isinstance(minus(ix.left, iy.left), Const):
+            k = abs(minus(ix.left, iy.left).value)  # (equal residues: P divides k, P >= 1)
+            return TRUE if k == 0 else settled(Compare("==", ix.right, Const(1))) if k == 1 else \
+                settled(Compare("==", BinOp("%", Const(k), ix.right), Const(0)))
         equation = settled(Compare("==", ix, iy))
         return FALSE if never(equation) else equation
 
@@ -219,6 +225,8 @@ class Nest(Counts):
                 mod = (r, p)
             case ("at", e):
                 at = e
+        if mod is not None and not isinstance(mod[1], int) and (at is not None or guards):
+            raise NotNest("a period over parameters beside a guard on its index")
         for g in guards:
             match g.op:
                 case ">=":
@@ -260,8 +268,8 @@ class Nest(Counts):
                 if mod is not None:
                     exists.append(holds_at(Guard(var, "mod", residues=frozenset({0}), period=mod[1]), minus(at, mod[0])))
             elif mod is not None:  # (a constant residue: the least value >= low of it is at most top)
-                value = minus(top, BinOp("%", BinOp("-", top, mod[0]), Const(mod[1])))
-                least = [plus(low, BinOp("%", BinOp("-", mod[0], low), Const(mod[1]))) for low in lowers]
+                value = minus(top, _residue(minus(top, mod[0]), mod[1], inside))
+                least = [plus(low, _residue(minus(mod[0], low), mod[1], inside)) for low in lowers]
                 exists = [Compare(">=", top, e) if isinstance(e, Const) else Compare(">=", value, low)
                           for e, low in zip(least, lowers)]
                 facts = [Compare(">=", value, low) for low in lowers]
@@ -307,7 +315,8 @@ def _offset_equation(ix, iy, var):
     from semantics.simplify import expr, linear
 
     ix, iy = simplify(ix), simplify(iy)
-    modular = isinstance(ix, BinOp) and ix.op == "%" and isinstance(ix.right, Const) and ix.right.value > 0
+    modular = isinstance(ix, BinOp) and ix.op == "%" and (isinstance(ix.right, Const) and ix.right.value > 0 or not any(
+        isinstance(n, Var) and n.name == var for n in walk_expr(ix.right)))  # (a divisor over parameters: >= 1, check_nest)
     lin = linear(ix.left if modular else ix)
     a = lin.pop((Var(var),), 0)
     rest = expr(lin)
@@ -315,14 +324,27 @@ def _offset_equation(ix, iy, var):
         raise NotNest("an index of slope other than +-1 beside other names")
     if not modular:
         return ("at", simplify(BinOp("*", Const(a), BinOp("-", iy, rest))))
-    p = ix.right.value
-    if isinstance(iy, BinOp) and iy.op == "%" and iy.right == Const(p):
+    p = ix.right.value if isinstance(ix.right, Const) else ix.right
+    if isinstance(iy, BinOp) and iy.op == "%" and simplify(iy.right) == ix.right:
         target = iy.left
-    elif isinstance(iy, Const) and 0 <= iy.value < p:
+    elif isinstance(iy, Const) and 0 <= iy.value and (iy.value == 0 or isinstance(p, int) and iy.value < p):
         target = iy
     else:
         raise NotNest("a periodic index against one of another period")
     return ("mod", simplify(BinOp("*", Const(a), BinOp("-", target, rest))), p)
+
+
+def _residue(e, p, facts):
+    """`e % p`; for a divisor over parameters (>= 1) and e a constant k, the value where
+    the facts place p beyond k: k where p > k >= 0, k + p where p >= -k > 0."""
+    if isinstance(p, int):
+        return simplify(BinOp("%", e, Const(p)))
+    e = simplify(e)
+    if isinstance(e, Const) and e.value >= 0 and proves(facts, Compare(">", p, e)):
+        return e
+    if isinstance(e, Const) and e.value < 0 and proves(facts, Compare(">=", p, Const(-e.value))):
+        return plus(p, e)
+    return simplify(BinOp("%", e, p))
 
 
 def _smaller(a, b, facts, cs) -> list:

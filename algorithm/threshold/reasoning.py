@@ -40,6 +40,10 @@ def settled(c):
     from semantics.simplify import folded
 
     c = simplify_cond(c)
+    if any(isinstance(n, BinOp) and n.op == "%" and n.left == Const(0) for n in walk_expr(c)):
+        from semantics.ir import map_expr  # (`0 % P` is 0: every divisor of the stage is >= 1, nest.check_nest)
+
+        c = simplify_cond(map_expr(c, lambda n: Const(0) if isinstance(n, BinOp) and n.op == "%" and n.left == Const(0) else n))
     value = folded(c)
     if value is not None:
         return TRUE if value else FALSE
@@ -162,7 +166,7 @@ def _proves(facts: list, claim) -> bool:
         return all(proves([*facts, way], settled(map_expr(claim, lambda n: (n.then if taken else n.else_)
                                                           if isinstance(n, IfExpr) and n.cond == c else n)))
                    for way, taken in ((settled(c), True), (settled(negated(c)), False)) if way != FALSE)
-    forms = inequalities_of(facts)
+    forms = inequalities_of([*facts, *_residue_ranges(facts, claim)])
     if proved(forms, claim):
         return True
     atoms = sorted({n for n in walk_expr(claim) if isinstance(n, BinOp) and n.op == "%"
@@ -178,6 +182,19 @@ def _proves(facts: list, claim) -> bool:
         if FALSE not in known and not proved(inequalities_of(known), case):
             return False
     return True
+
+
+def _residue_ranges(facts: list, claim) -> list:
+    """`0 <= e % P <= P - 1` for each term of the claim and the facts whose divisor P is
+    not a constant, where the facts prove P >= 1 (a negative P would leave it in P + 1 ..
+    0)."""
+    atoms = {n for c in (*facts, claim) for n in walk_expr(c)
+             if isinstance(n, BinOp) and n.op == "%" and not isinstance(n.right, Const)}
+    if not atoms:
+        return []
+    forms = inequalities_of(facts)
+    return [c for a in sorted(atoms, key=repr) if proved(forms, Compare(">=", a.right, Const(1)))
+            for c in (Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1))))]
 
 
 def refuted(facts: list, c) -> bool:

@@ -36,6 +36,9 @@ GUARDED = ["kernels/suite/rmsnorm.sync", "kernels/suite/long_row_reduce.sync", "
            "tests/data/threshold_cases/guarded_writer.sync", "tests/data/threshold_cases/barrier_loop_in_branch.sync",
            "tests/data/threshold_cases/else_pins_lower_end.sync", "tests/data/threshold_cases/top_level_if.sync",
            "tests/data/threshold_cases/guarded_masking.sync", "kernels/suite/attention_cte_query_outer.sync"]
+# With slots `% (D + 1)`: a period over the parameters (at least 1 for every valuation).
+PERIOD_OVER_PARAMETERS = ["kernels/ring_buffer.sync", "kernels/bugs/ring_off_by_one.sync",
+                          "tests/data/threshold_cases/ring_prefetch_runtime_depth.sync"]
 # Taken too, with more parameters than brute force affords here (their outputs are judged
 # by tests/algorithm/test_sync_outputs.py: bisimilar over the bounds, proved for all values).
 TAKEN_LARGE = ["kernels/suite/matmul_fully_optimized.sync"]
@@ -54,7 +57,7 @@ def problems(program, counts=None, hi: int = 3) -> list[str]:
     return found + ([] if verdict == oracle.BISIMILAR else [f"output: {verdict}"])
 
 
-@pytest.mark.parametrize("path", TAKEN + GUARDED)
+@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS)
 def test_kernels_in_the_nest_class_are_planned_exactly(path):
     program = load(str(ROOT / path))
     entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
@@ -122,11 +125,22 @@ def test_a_bound_with_min_over_an_enclosing_index_is_left_to_the_later_stages():
     assert nest_mod.sync_nest(program, PlannerOptions()) is None
 
 
+def test_a_period_over_parameters_that_may_be_below_one_is_left_to_the_later_stages():
+    """`i % (D - 1)` divides by 0 at D = 1 (and floors toward a negative period below):
+    only a period at least 1 for every valuation is in the class."""
+    text = "engines A B\nparam N, D >= {}\nfor i in 0..N {{\n  A w writes a[i % (D - 1)]\n  B r reads a[i % (D - 1)]\n}}\n"
+    with pytest.raises(Unsupported):
+        nest_mod.check_nest(parse(text.format(0)))
+    program = parse(text.format(2))
+    nest_mod.check_nest(program)
+    assert problems(program) == []
+
+
 # ---------------------------------------------------------------- generated nests
 
 ENGINES = ["E0", "E1", "E2"]
-OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None, "(i + N) % 2"]
-INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None, "(j + M) % 2", "(i + j) % 2"]
+OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None, "(i + N) % 2", "i % (M + 1)"]
+INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None, "(j + M) % 2", "(i + j) % 2", "(j + 1) % (N + 1)"]
 OUTER_GUARDS = ["i % 2 == 0", "i == 0", "i >= 1", "i + 1 < N", "i < M", "N > 1"]
 INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j == i", "j < i", "j >= i"]
 
