@@ -105,8 +105,8 @@ def test_planning_leaves_no_z3_term_in_a_reference_cycle():
     """Recursive closures are reference cycles; one that holds facts (Z3 terms) kept a
     solver context alive until the collector ran, and the planner paid a collection per
     slice shape to free them. Now every Z3 object goes when its last reference does."""
-    for path in ("kernels/suite/matmul_dynamic_k.sync", "kernels/if_else_split.sync", "kernels/triangular_attention.sync",
-                 "kernels/suite/transpose_parity_evac.sync"):
+    for path in ("tests/data/threshold_cases/varying_count_war.sync", "tests/data/threshold_cases/clamped_triangular.sync",
+                 "tests/data/threshold_cases/triangular_both.sync", "tests/data/threshold_cases/else_of_disjunction.sync"):  # (general stage: Z3)
         assert _z3_objects_in_cycles(_plan(path)) == [], path
 
 
@@ -123,5 +123,5 @@ def test_teeth_a_closure_cycle_holding_the_facts_is_caught(monkeypatch):
         return real(ctx, y, engine, targets, facts, threshold)
 
     monkeypatch.setattr(plan, "counted_form", cyclic)
-    found = _z3_objects_in_cycles(_plan("kernels/ring_buffer.sync"))
+    found = _z3_objects_in_cycles(_plan("tests/data/threshold_cases/varying_count_war.sync"))
     assert called and found
