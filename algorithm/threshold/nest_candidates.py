@@ -13,8 +13,9 @@ from semantics.simplify import simplify
 from algorithm.threshold.facts import subst
 from algorithm.threshold.flat import Index
 from algorithm.threshold.nest_counts import Counts, body_of
+from algorithm.threshold.nest_flattened import Q, R, flattened, joint_name, rejoined
 from algorithm.threshold.nest_guards import Guard, decided, holds_at, never
-from algorithm.threshold.reasoning import FALSE, TRUE, NotNest, conjunction, minus, plus, proves, refuted, settled
+from algorithm.threshold.reasoning import FALSE, TRUE, NotNest, conjunction, minus, plus, product, proves, refuted, settled
 
 
 @attrs.frozen
@@ -124,7 +125,7 @@ class Nest(Counts):
         loops = {l.var: l for l in x.loops}
         free = [l.var for l in x.loops if l.var not in pinned]  # outermost first
         diverging = None if j is None else common[j].stmt.var
-        conds, constraint = [], {}
+        conds, constraint, joints = [], {}, {}
         for ix, iy in zip(ax.indices, ay.indices):
             if isinstance(ix, Range) or isinstance(iy, Range):
                 found = self._range_equation(x, y, ix, iy, pinned, loops)
@@ -139,8 +140,12 @@ class Nest(Counts):
             if not moving:
                 conds.append(self._pinned_equation(ix, iy, names if names <= set(loops) else None))
                 continue
-            if len(moving) > 1:
-                raise NotNest("an index over two free loop indices")
+            if len(moving) > 1:  # (the position of a rectangular pair of loops, or NotNest)
+                outer, inner, width, ix = flattened(ix, moving, loops, x.loops, self.domain(y))
+                names, moving = {joint_name(outer)}, [joint_name(outer)]
+                if joints.get(outer, (inner, width)) != (inner, width):
+                    raise NotNest("two flattenings of one loop index")
+                joints[outer] = (inner, width)
             var = moving[0]
             y_names = {n.name for n in walk_expr(iy) if isinstance(n, Var)}
             plain = names == {var} and len(y_names) <= 1 and y_names <= {l.var for l in y.loops}
@@ -162,19 +167,41 @@ class Nest(Counts):
                 guards.setdefault(g.var, []).append(g)
         inside = self.domain(y)
         states = [({v: Var(v) for v in pinned}, conds, [])]
+        inners = {inner for inner, _ in joints.values()}
+        if any(v in constraint or v in guards for outer, (inner, _) in joints.items() for v in (outer, inner)):
+            raise NotNest("a flattened pair of loop indices with an equation or a guard of its own")
         for var in free:
+            if var in inners:
+                continue
+            loop, largest = loops[var], var == diverging
+            if var in joints:  # (the pair's position, as one index from 0)
+                inner, width = joints[var]
+                top = Var(var) if var == diverging else None
+                loop = For(joint_name(var), Const(0), product(width, top or loop.hi), ())
+                var, largest = joint_name(var), False
             states = [(env | {var: value}, cs + more, fs + facts) for env, cs, fs in states
-                      for value, more, facts in self._largest(y, loops[var], var == diverging, env, constraint.get(var),
+                      for value, more, facts in self._largest(y, loop, largest, env, constraint.get(var),
                                                               guards.get(var, ()), [*inside, *cs], loops)]
         out = []
         for x_env, cs, facts in states:
+            for outer, (inner, width) in joints.items():  # the pair at Q, R while the gap is built
+                x_env = x_env | {outer: Q, inner: R}
+            if joints and any(isinstance(n, Var) and n in (Q, R) for c in (*cs, *facts) for n in walk_expr(c)):
+                raise NotNest("a condition over a flattened pair of loop indices")
             cs = [c for c in (settled(c) for c in cs) if c != TRUE and not proves(inside, c)]
+            for c in list(cs):  # (one the others imply: `k >= 2` beside `k >= 3`)
+                if len(cs) > 1 and proves([*inside, *(d for d in cs if d is not c)], c):
+                    cs.remove(c)
             condition = conjunction(*cs)  # (index equations kept above read pinned names only: y's)
             guarded = self.guards[x.op.name] or self.guards[y.op.name]  # (what refutes a condition without guards: bounds above)
             if condition == FALSE or guarded and any(refuted([*inside, *cs[:k], *cs[k + 1:]], c) for k, c in enumerate(cs)):
                 continue
             gap = self._gap(x, y, engine, depth, common, j, x_env)
             values = {l.var: x_env[l.var] for l in x.loops}
+            for outer, (inner, width) in joints.items():
+                position = x_env[joint_name(outer)]
+                gap = rejoined(gap, width, position)
+                values |= {outer: simplify(BinOp("//", position, width)), inner: simplify(BinOp("%", position, width))}
             key = (depth, 0) if j is None else (j, 1)
             gap = decided(gap, [*inside, condition])
             out.append(Candidate(key, condition, gap, x, values, tuple(facts)))

@@ -124,6 +124,12 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
             piece.conditions = [TRUE]
             del pieces[pieces.index(piece) + 1:]
             break
+        common = [k for k in conjuncts(piece.conditions[0]) if all(k in conjuncts(c) for c in piece.conditions[1:])]
+        rests = [[k for k in conjuncts(c) if k not in common] for c in piece.conditions]
+        ways = _ways_to_fail([conjunction(*r) for r in rests]) if common and all(rests) else None
+        if len(piece.conditions) > 1 and ways is not None and all(
+                contradictory(way, [*domain, *piece.facts, *common], lowers) for way in ways):
+            piece.conditions = [conjunction(*common)]  # (its other conjuncts: one of them holds where these do)
     last = pieces[-1]
     if TRUE not in last.conditions and _at_most_0_where_missing(nest, y, engine, last, [*domain, *last.facts], pins,
                                                                  lowers):

@@ -39,6 +39,8 @@ GUARDED = ["kernels/suite/rmsnorm.sync", "kernels/suite/long_row_reduce.sync", "
 # With slots `% (D + 1)`: a period over the parameters (at least 1 for every valuation).
 PERIOD_OVER_PARAMETERS = ["kernels/ring_buffer.sync", "kernels/bugs/ring_off_by_one.sync",
                           "tests/data/threshold_cases/ring_prefetch_runtime_depth.sync"]
+# Indexed by the position of an iteration in a rectangular pair of loops (`(m * NT + n) % 2`).
+FLATTENED = ["tests/data/threshold_cases/flat_index_double_buffer.sync", "tests/data/repro/gemm_psum_if.sync"]
 # Taken too, with more parameters than brute force affords here (their outputs are judged
 # by tests/algorithm/test_sync_outputs.py: bisimilar over the bounds, proved for all values).
 TAKEN_LARGE = ["kernels/suite/matmul_fully_optimized.sync"]
@@ -57,7 +59,7 @@ def problems(program, counts=None, hi: int = 3) -> list[str]:
     return found + ([] if verdict == oracle.BISIMILAR else [f"output: {verdict}"])
 
 
-@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS)
+@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED)
 def test_kernels_in_the_nest_class_are_planned_exactly(path):
     program = load(str(ROOT / path))
     entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
@@ -136,11 +138,23 @@ def test_a_period_over_parameters_that_may_be_below_one_is_left_to_the_later_sta
     assert problems(program) == []
 
 
+def test_a_flattened_position_one_iteration_off_is_caught(monkeypatch):
+    """Teeth for the flattened kernels above: a gap built at the position before the
+    latest instance's is a wrong threshold."""
+    from algorithm.threshold import nest_candidates
+    from semantics.ir import Const
+
+    real = nest_candidates.rejoined
+    monkeypatch.setattr(nest_candidates, "rejoined", lambda gap, width, value: real(gap, width, minus(value, Const(1))))
+    assert all(problems(load(str(ROOT / path))) for path in FLATTENED)
+
+
 # ---------------------------------------------------------------- generated nests
 
 ENGINES = ["E0", "E1", "E2"]
 OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None, "(i + N) % 2", "i % (M + 1)"]
-INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None, "(j + M) % 2", "(i + j) % 2", "(j + 1) % (N + 1)"]
+INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None, "(j + M) % 2", "(i + j) % 2", "(j + 1) % (N + 1)",
+         "(i * M + j) % 2", "i * M + j"]
 OUTER_GUARDS = ["i % 2 == 0", "i == 0", "i >= 1", "i + 1 < N", "i < M", "N > 1"]
 INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j == i", "j < i", "j >= i"]
 
