@@ -45,17 +45,22 @@ class Source:
     via: str | None  # the engine whose wait covers it (None: in-order predecessor)
 
 
-def _same_engine_sources(ctx, y: Site, same: list[Site], tops: list[int]) -> list[Source]:
-    """Earlier instances on y's engine that in-order execution completes before y:
-    the ops of y's engine in y's top-level statement, and the last one before it (a
-    bounded subset, so the work per op does not grow with the program). `same` is
-    the engine's sites in program order, `tops` their top-level statement indices."""
-    program = ctx.program
-    out = []
+def nearby(y: Site, same: list[Site], tops: list[int]) -> list[Site]:
+    """The ops of y's engine whose latest instances before y are its in-order sources: those
+    in y's top-level statement, and the last one before it (a bounded subset, so the work
+    per op does not grow with the program). `same` is the engine's sites in program
+    order, `tops` their top-level statement indices."""
     top = y.trail[0].index
     first = bisect.bisect_left(tops, top)
-    nearby = same[first:bisect.bisect_right(tops, top)] + same[max(0, first - 1):first]
-    for e in nearby:
+    return same[first:bisect.bisect_right(tops, top)] + same[max(0, first - 1):first]
+
+
+def _same_engine_sources(ctx, y: Site, same: list[Site], tops: list[int]) -> list[Source]:
+    """Earlier instances on y's engine that in-order execution completes before y (the
+    latest instances of the `nearby` ops, by the general stage's candidates)."""
+    program = ctx.program
+    out = []
+    for e in nearby(y, same, tops):
         try:
             candidates = candidates_of(program, e, y, _NO_PAIR, ctx.options.max_options)
         except Unsupported:
@@ -84,10 +89,12 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
 
 
 def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
-                only: frozenset | None = None, options=None, necessary: set | None = None) -> tuple[list[PlanEntry], int]:
+                only: frozenset | None = None, options=None, necessary: set | None = None,
+                same_engine=None) -> tuple[list[PlanEntry], int]:
     """The plan's entries without redundant waits, and how many were dropped
     (`conflicts` as for `plan_thresholds`; `necessary`: `shown_necessary` of the plan,
-    if the caller has it). With `only`, just the waits of those ops
+    if the caller has it; `same_engine(y, same, tops)`: the in-order sources of y as a
+    stage that knows them exactly gives them, else None). With `only`, just the waits of those ops
     are tried (the others are kept; a proof never relies on a wait being dropped, so
     the waits tried get the same answers: compose.py plans one statement of a slice)."""
     ctx = Context(program, conflicts, plan.session, options)
@@ -96,14 +103,16 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
     by_op: dict[str, list[PlanEntry]] = {}
     for e in plan.entries:
         by_op.setdefault(e.op, []).append(e)
+    same_engine_of = same_engine
     same_engine: dict[str, list[Source]] = {}  # computed on demand: Z3 proofs per op pair
     tops = {e: [s.trail[0].index for s in sites_] for e, sites_ in ctx.by_engine.items()}
 
     def sources(name: str, kept_engines=None) -> list[Source]:
         if name not in same_engine:
             site = all_sites[name]
-            same_engine[name] = _same_engine_sources(ctx, site, ctx.by_engine[site.op.engine],
-                                                     tops[site.op.engine])
+            given = same_engine_of(site, ctx.by_engine[site.op.engine], tops[site.op.engine]) if same_engine_of else None
+            same_engine[name] = given if given is not None else _same_engine_sources(
+                ctx, site, ctx.by_engine[site.op.engine], tops[site.op.engine])
         out = list(same_engine[name])
         for e in by_op.get(name, ()):
             if e.exact and (kept_engines is None or e.engine in kept_engines):

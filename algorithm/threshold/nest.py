@@ -133,6 +133,10 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
               untracked: frozenset = frozenset()):
     """(entries (op, engine, threshold), dependence pairs) of a nest of the class, or
     NotNest. `counts`: the Nest class (tests pass broken ones)."""
+    return _planned(program, conflicts, count_registers, counts, untracked)[:2]
+
+
+def _planned(program, conflicts, count_registers, counts, untracked):
     found = check_nest(program)
     nest = (counts or Nest)(program, found, conflicts)
     by_buffer: dict = {}
@@ -171,7 +175,24 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
     choice = chooser([f for _, _, pieces, _, _ in planned for _, forms in pieces
                        for f in (forms[1:] if forms[0] == "max" else [forms])])
     return [(op, engine, written(pieces, choice), closed, sources)
-            for op, engine, pieces, closed, sources in planned], pairs
+            for op, engine, pieces, closed, sources in planned], pairs, nest
+
+
+def in_order_sources(nest: Nest, y: Site, same: list, tops: list):
+    """The latest instances before y of the ops of y's engine that irredundant.nearby
+    names, as its Sources (in-order execution completed them before y issued), by the
+    stage's candidates with no index equation; None where one leaves the class."""
+    from semantics.ir import Access
+    from algorithm.threshold.irredundant import Source, nearby
+
+    out = []
+    try:
+        for e in nearby(y, same, tops):
+            out += [Source(e, c.condition, c.values, None)
+                    for c in nest.candidates(e, y, (Access("", ()), Access("", ())), y.op.engine)]
+    except Unsupported:
+        return None
+    return out
 
 
 def sync_nest(program: Program, options, only: frozenset | None = None, untracked: frozenset = frozenset()):
@@ -184,7 +205,7 @@ def sync_nest(program: Program, options, only: frozenset | None = None, untracke
     from algorithm.threshold.plan import Plan, PlanEntry
 
     try:
-        planned, pairs = plan_nest(program, options.conflicts, options.count_registers, untracked=untracked)
+        planned, pairs, nest = _planned(program, options.conflicts, options.count_registers, None, untracked)
     except Unsupported:
         return None
     entries = [PlanEntry(op, engine, t, True, sources=sources, closed=closed)
@@ -193,5 +214,5 @@ def sync_nest(program: Program, options, only: frozenset | None = None, untracke
     if necessary == {(e.op, e.engine) for e in entries}:
         return entries, pairs, 0
     kept, dropped = irredundant(program, Plan(entries), options.conflicts, only=only, options=options,
-                                necessary=necessary)
+                                necessary=necessary, same_engine=lambda y, same, tops: in_order_sources(nest, y, same, tops))
     return kept, pairs, dropped

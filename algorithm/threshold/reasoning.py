@@ -34,6 +34,7 @@ def product(a, b):
     return simplify(BinOp("*", a, b))
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def settled(c):
     """The condition simplified, TRUE or FALSE where it is constant, its comparisons as
     `L >= k` or `L == k` (one spelling per condition: `NS > 0` is `NS >= 1`)."""
@@ -188,13 +189,18 @@ def _residue_ranges(facts: list, claim) -> list:
     """`0 <= e % P <= P - 1` for each term of the claim and the facts whose divisor P is
     not a constant, where the facts prove P >= 1 (a negative P would leave it in P + 1 ..
     0)."""
-    atoms = {n for c in (*facts, claim) for n in walk_expr(c)
-             if isinstance(n, BinOp) and n.op == "%" and not isinstance(n.right, Const)}
+    atoms = {a for c in (*facts, claim) for a in _moduli(c)}
     if not atoms:
         return []
     forms = inequalities_of(facts)
     return [c for a in sorted(atoms, key=repr) if proved(forms, Compare(">=", a.right, Const(1)))
             for c in (Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1))))]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _moduli(c) -> frozenset:
+    """The `e % P` terms of a condition whose divisor P is not a constant."""
+    return frozenset(n for n in walk_expr(c) if isinstance(n, BinOp) and n.op == "%" and not isinstance(n.right, Const))
 
 
 def refuted(facts: list, c) -> bool:
