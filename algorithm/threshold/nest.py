@@ -9,7 +9,9 @@ indices, non-decreasing in them and above LO wherever it is reached (a triangula
 never empty, and a larger enclosing index leaves a range that holds the smaller one's,
 so the latest instance takes the largest value of each index in turn); each access
 index is a point index linear plus periodic in one loop variable (flat.Index), or with
-parameters and other indices beside it (nest_candidates.py), or a range.
+parameters and other indices beside it, its period a constant or over the parameters and
+at least 1 for every valuation (nest_candidates.py), or over the position of an iteration
+in a rectangular pair of loops (nest_flattened.py), or a range.
 
 Rule (plan.py's): y at iteration w waits `F >= T`, T the number of F-instances up to and
 including the last one that conflicts with y. With B the F-instances strictly between

@@ -10,8 +10,9 @@ are tried in the order the options name them (options.py):
   once (by the nest stage where it takes the slice, else the general one) and the waits
   that cross statements composed (compose.py);
 - `nest`: a program of loop nests (constant lower bounds, upper bounds affine in the
-  parameters and enclosing indices, no `if`) planned by arithmetic (nest.py); the waits
-  a concrete run does not show needed go to the general stage's redundancy proofs;
+  parameters and enclosing indices, `if` guards on one loop index or the parameters)
+  planned by arithmetic (nest.py); the waits a concrete run does not show needed go to
+  the general stage's redundancy proofs;
 - `general`: every program: the rule of plan.py, with Z3 deciding the case analyses the
   candidates need, then irredundancy (irredundant.py). Where a wait cannot be counted
   even conservatively, the `barrier fallback` wraps it: the program takes the barrier

@@ -188,13 +188,21 @@ def _proves(facts: list, claim) -> bool:
 def _residue_ranges(facts: list, claim) -> list:
     """`0 <= e % P <= P - 1` for each term of the claim and the facts whose divisor P is
     not a constant, where the facts prove P >= 1 (a negative P would leave it in P + 1 ..
-    0)."""
+    0); and its value where they place e in 0 .. P - 1 or -P .. -1."""
     atoms = {a for c in (*facts, claim) for a in _moduli(c)}
     if not atoms:
         return []
-    forms = inequalities_of(facts)
-    return [c for a in sorted(atoms, key=repr) if proved(forms, Compare(">=", a.right, Const(1)))
-            for c in (Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1))))]
+    forms, out = inequalities_of(facts), []
+    for a in sorted(atoms, key=repr):
+        if not proved(forms, Compare(">=", a.right, Const(1))):
+            continue
+        if proved(forms, Compare(">=", a.left, Const(0))) and proved(forms, Compare("<", a.left, a.right)):
+            out.append(Compare("==", a, a.left))  # (e itself where 0 <= e < P)
+        elif proved(forms, Compare("<", a.left, Const(0))) and proved(forms, Compare(">=", plus(a.left, a.right), Const(0))):
+            out.append(Compare("==", a, plus(a.left, a.right)))  # (e + P where -P <= e < 0)
+        else:
+            out += [Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1)))]
+    return out
 
 
 @functools.lru_cache(maxsize=1 << 14)
