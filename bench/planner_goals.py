@@ -61,8 +61,10 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({{"rows": rows, "peak_mib": round(peak, 1), "loading": round(loading, 3)}}))
 """
 
-_IS_FLAT = "(lambda p: __import__('algorithm.threshold.closed', fromlist=['x']).sync_closed(p) is not None)"
-_IS_NEST = ("(lambda p: __import__('algorithm.threshold.nest', fromlist=['x']).sync_nest(p, "
+# (On the transfer view, as the pipeline plans a program with DMA queues: algorithm/queues.py.)
+_VIEW = "__import__('algorithm.queues', fromlist=['x']).transfer_view(p)"
+_IS_FLAT = f"(lambda p: __import__('algorithm.threshold.closed', fromlist=['x']).sync_closed({_VIEW}) is not None)"
+_IS_NEST = (f"(lambda p: __import__('algorithm.threshold.nest', fromlist=['x']).sync_nest({_VIEW}, "
             "__import__('algorithm.threshold.options', fromlist=['x']).PlannerOptions()) is not None)")
 
 
