@@ -71,9 +71,14 @@ def _same_engine_sources(ctx, y: Site, same: list[Site], tops: list[int]) -> lis
     return out
 
 
-def _requirement(ctx, entries, z: Site, engine: str, values: dict):
-    """What z's completion guarantees of C[engine], over the chain's indices."""
+def _requirement(ctx, entries, z: Site, engine: str, values: dict, counted=None):
+    """What z's completion guarantees of C[engine], over the chain's indices (`counted(z,
+    engine)`: the engine's instances before z over z's indices, where a stage gives them)."""
     program = ctx.program
+    if z.op.engine == engine and counted is not None:
+        before = counted(z, engine)
+        if before is not None:
+            return simplify(BinOp("+", subst(before, values), Const(1)))
     if z.op.engine == engine:
         env = {p.name: Var(p.name) for p in program.params}
         try:
@@ -90,11 +95,12 @@ def _requirement(ctx, entries, z: Site, engine: str, values: dict):
 
 def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
                 only: frozenset | None = None, options=None, necessary: set | None = None,
-                same_engine=None) -> tuple[list[PlanEntry], int]:
+                same_engine=None, counted=None) -> tuple[list[PlanEntry], int]:
     """The plan's entries without redundant waits, and how many were dropped
     (`conflicts` as for `plan_thresholds`; `necessary`: `shown_necessary` of the plan,
     if the caller has it; `same_engine(y, same, tops)`: the in-order sources of y as a
-    stage that knows them exactly gives them, else None). With `only`, just the waits of those ops
+    stage that knows them exactly gives them, else None; `counted(z, engine)`: the
+    engine's instances before z, as such a stage counts them). With `only`, just the waits of those ops
     are tried (the others are kept; a proof never relies on a wait being dropped, so
     the waits tried get the same answers: compose.py plans one statement of a slice)."""
     ctx = Context(program, conflicts, plan.session, options)
@@ -149,7 +155,7 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
     def requirement(z_site, engine, values):
         key = (z_site.op.name, engine, tuple(sorted(values.items(), key=lambda kv: kv[0])))
         if key not in memo:
-            memo[key] = _requirement(ctx, entries, z_site, engine, values)
+            memo[key] = _requirement(ctx, entries, z_site, engine, values, counted)
         return memo[key]
 
     compiled: dict = {}  # IR node -> its compiled evaluator (points.sample_cover)

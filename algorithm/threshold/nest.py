@@ -197,6 +197,12 @@ def in_order_sources(nest: Nest, y: Site, same: list, tops: list):
     return out
 
 
+def completed_before(nest: Nest, z: Site, engine: str):
+    """The engine's instances before z in program order, over z's indices: when z runs on
+    the engine, they completed before z did (the redundancy proofs' requirement of z)."""
+    return nest.before_y(z, engine)
+
+
 def sync_nest(program: Program, options, only: frozenset | None = None, untracked: frozenset = frozenset()):
     """(plan entries, dependence pairs, waits dropped as redundant) of a nest of the class,
     or None (the later stages plan it). Waits that a concrete run does not show needed
@@ -216,5 +222,6 @@ def sync_nest(program: Program, options, only: frozenset | None = None, untracke
     if necessary == {(e.op, e.engine) for e in entries}:
         return entries, pairs, 0
     kept, dropped = irredundant(program, Plan(entries), options.conflicts, only=only, options=options,
-                                necessary=necessary, same_engine=lambda y, same, tops: in_order_sources(nest, y, same, tops))
+                                necessary=necessary, same_engine=lambda y, same, tops: in_order_sources(nest, y, same, tops),
+                                counted=lambda z, engine: completed_before(nest, z, engine))
     return kept, pairs, dropped

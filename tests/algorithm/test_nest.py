@@ -162,7 +162,8 @@ def _every_wait_to_the_proofs(monkeypatch):
 @pytest.mark.parametrize("path", IN_ORDER)
 def test_in_order_sources_from_the_stage_drop_only_redundant_waits(monkeypatch, path):
     """The redundancy proofs take the in-order sources (earlier instances on y's engine)
-    from the stage's candidates; with no wait shown needed by a run first, every wait
+    from the stage's candidates, and what an instance's completion guarantees of its own
+    engine from the stage's counts; with no wait shown needed by a run first, every wait
     goes to the proofs, and the output is still bisimilar."""
     _every_wait_to_the_proofs(monkeypatch)
     program = load(str(ROOT / path))
@@ -183,6 +184,23 @@ def test_teeth_an_in_order_source_that_has_not_completed_is_caught(monkeypatch):
         program = load(str(ROOT / path))
         entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
         assert oracle.verdict(apply_plan(program, entries), param_bounds(program, 2)) != oracle.BISIMILAR, path
+
+
+def test_teeth_an_instance_counted_as_completed_too_early_is_caught(monkeypatch):
+    """Broken: an op's own engine counted one instance further than it has completed
+    (what the redundancy proofs take z's completion to guarantee)."""
+    from algorithm.threshold.reasoning import plus
+    from semantics.ir import Const
+
+    _every_wait_to_the_proofs(monkeypatch)
+    real = nest_mod.completed_before
+    monkeypatch.setattr(nest_mod, "completed_before", lambda nest, z, engine: plus(real(nest, z, engine), Const(1)))
+    caught = []
+    for path in IN_ORDER:
+        program = load(str(ROOT / path))
+        entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
+        caught.append(oracle.verdict(apply_plan(program, entries), param_bounds(program, 2)) != oracle.BISIMILAR)
+    assert any(caught)
 
 
 # ---------------------------------------------------------------- generated nests
