@@ -191,7 +191,7 @@ def in_order_sources(nest: Nest, y: Site, same: list, tops: list):
     try:
         for e in nearby(y, same, tops):
             out += [Source(e, c.condition, c.values, None)
-                    for c in nest.candidates(e, y, (Access("", ()), Access("", ())), y.op.engine)]
+                    for c in nest.candidates(e, y, (Access("", ()), Access("", ())), None)]
     except Unsupported:
         return None
     return out

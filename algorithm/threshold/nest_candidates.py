@@ -105,7 +105,9 @@ class Nest(Counts):
             self._index[key] = Index(expr, var)
         return self._index[key]
 
-    def candidates(self, x: Site, y: Site, pair, engine: str) -> list[Candidate]:
+    def candidates(self, x: Site, y: Site, pair, engine: str | None) -> list[Candidate]:
+        """x's latest instances before y that meet it, one or more per level, latest level
+        first; engine None: without their gaps (Const(0): instances only)."""
         depth = common_depth(x, y)
         common = x.trail[:depth]
         levels = []
@@ -196,14 +198,14 @@ class Nest(Counts):
             guarded = self.guards[x.op.name] or self.guards[y.op.name]  # (what refutes a condition without guards: bounds above)
             if condition == FALSE or guarded and any(refuted([*inside, *cs[:k], *cs[k + 1:]], c) for k, c in enumerate(cs)):
                 continue
-            gap = self._gap(x, y, engine, depth, common, j, x_env)
+            gap = self._gap(x, y, engine, depth, common, j, x_env) if engine is not None else Const(0)
             values = {l.var: x_env[l.var] for l in x.loops}
             for outer, (inner, width) in joints.items():
                 position = x_env[joint_name(outer)]
                 gap = rejoined(gap, width, position)
                 values |= {outer: simplify(BinOp("//", position, width)), inner: simplify(BinOp("%", position, width))}
             key = (depth, 0) if j is None else (j, 1)
-            gap = decided(gap, [*inside, condition])
+            gap = decided(gap, [*inside, condition]) if engine is not None else gap
             out.append(Candidate(key, condition, gap, x, values, tuple(facts)))
         return out
 
