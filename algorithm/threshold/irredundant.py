@@ -351,8 +351,6 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
         small = base + [z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in cover]))]
         if session.check_alone(small, ctx.options.cover_rlimit)[0] == z3.unsat:
             return True
-    every = parts.all()
-    if not every:
-        return False
+    every = parts.all()  # (none: the query asks whether y ever runs with a positive threshold)
     query = base + [z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in range(len(every))]))]
     return session.check_alone(query, 20_000_000)[0] == z3.unsat

@@ -203,6 +203,13 @@ def test_teeth_an_instance_counted_as_completed_too_early_is_caught(monkeypatch)
     assert any(caught)
 
 
+def test_an_op_that_never_runs_keeps_no_wait():
+    """Regression (tests/data/nest/never_run_reader.sync): the reader under a guard no
+    valuation satisfies kept its wait; only the reader after the loop waits."""
+    result = get_strategy("threshold")(load(str(ROOT / "tests/data/nest/never_run_reader.sync")))
+    assert result.stats.waits == 1 and result.stats.dropped_redundant == 1
+
+
 # ---------------------------------------------------------------- generated nests
 
 ENGINES = ["E0", "E1", "E2"]
