@@ -15,7 +15,9 @@ from algorithm.threshold.flat import Index
 from algorithm.threshold.nest_counts import Counts, body_of
 from algorithm.threshold.nest_flattened import Q, R, flattened, joint_name, rejoined
 from algorithm.threshold.nest_guards import Guard, decided, holds_at, never
-from algorithm.threshold.reasoning import FALSE, TRUE, NotNest, conjunction, minus, plus, product, proves, refuted, settled
+from algorithm.threshold.reasoning import (
+    FALSE, TRUE, NotNest, conjunction, minus, plus, product, proves, refuted, residue, settled,
+)
 
 
 @attrs.frozen
@@ -297,8 +299,8 @@ class Nest(Counts):
                 if mod is not None:
                     exists.append(holds_at(Guard(var, "mod", residues=frozenset({0}), period=mod[1]), minus(at, mod[0])))
             elif mod is not None:  # (a constant residue: the least value >= low of it is at most top)
-                value = minus(top, _residue(minus(top, mod[0]), mod[1], inside))
-                least = [plus(low, _residue(minus(mod[0], low), mod[1], inside)) for low in lowers]
+                value = minus(top, residue(minus(top, mod[0]), mod[1], inside))
+                least = [plus(low, residue(minus(mod[0], low), mod[1], inside)) for low in lowers]
                 exists = [Compare(">=", top, e) if isinstance(e, Const) else Compare(">=", value, low)
                           for e, low in zip(least, lowers)]
                 facts = [Compare(">=", value, low) for low in lowers]
@@ -361,19 +363,6 @@ def _offset_equation(ix, iy, var):
     else:
         raise NotNest("a periodic index against one of another period")
     return ("mod", simplify(BinOp("*", Const(a), BinOp("-", target, rest))), p)
-
-
-def _residue(e, p, facts):
-    """`e % p`; for a divisor over parameters (>= 1) and e a constant k, the value where
-    the facts place p beyond k: k where p > k >= 0, k + p where p >= -k > 0."""
-    if isinstance(p, int):
-        return simplify(BinOp("%", e, Const(p)))
-    e = simplify(e)
-    if isinstance(e, Const) and e.value >= 0 and proves(facts, Compare(">", p, e)):
-        return e
-    if isinstance(e, Const) and e.value < 0 and proves(facts, Compare(">=", p, Const(-e.value))):
-        return plus(p, e)
-    return simplify(BinOp("%", e, p))
 
 
 def _smaller(a, b, facts, cs) -> list:

@@ -205,6 +205,19 @@ def _residue_ranges(facts: list, claim) -> list:
     return out
 
 
+def residue(e, p, facts):
+    """`e % p`; for a divisor over parameters (>= 1) and e a constant k, the value where
+    the facts place p beyond k: k where p > k >= 0, k + p where p >= -k > 0."""
+    if isinstance(p, int):
+        return simplify(BinOp("%", e, Const(p)))
+    e = simplify(e)
+    if isinstance(e, Const) and e.value >= 0 and proves(facts, Compare(">", p, e)):
+        return e
+    if isinstance(e, Const) and e.value < 0 and proves(facts, Compare(">=", p, Const(-e.value))):
+        return plus(p, e)
+    return simplify(BinOp("%", e, p))
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _moduli(c) -> frozenset:
     """The `e % P` terms of a condition whose divisor P is not a constant."""
