@@ -58,8 +58,9 @@ class Nest(Counts):
         if isinstance(ix, Range) and any(isinstance(n, Var) and n.name in loops and n.name not in pinned
                                          for e in (ix.lo, ix.hi) for n in walk_expr(e)):
             raise NotNest("a range over a free loop index")
-        if isinstance(ix, Range) and isinstance(iy, Range):
-            return settled(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)))
+        if isinstance(ix, Range) and isinstance(iy, Range):  # (two ranges meet where both hold an element)
+            return settled(And(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)),
+                               And(Compare("<", ix.lo, ix.hi), Compare("<", iy.lo, iy.hi))))
         if isinstance(ix, Range):
             return settled(And(Compare("<=", ix.lo, iy), Compare("<", iy, ix.hi)))
         moving = sorted({n.name for n in walk_expr(ix) if isinstance(n, Var) and n.name in loops and n.name not in pinned})

@@ -41,6 +41,8 @@ PERIOD_OVER_PARAMETERS = ["kernels/ring_buffer.sync", "kernels/bugs/ring_off_by_
                           "tests/data/threshold_cases/ring_prefetch_runtime_depth.sync"]
 # Indexed by the position of an iteration in a rectangular pair of loops (`(m * NT + n) % 2`).
 FLATTENED = ["tests/data/threshold_cases/flat_index_double_buffer.sync", "tests/data/repro/gemm_psum_if.sync"]
+# Regressions: bugs the stage had, each a kernel of its own.
+REGRESSIONS = ["tests/data/nest/empty_range_writer.sync"]
 # Taken too, with more parameters than brute force affords here (their outputs are judged
 # by tests/algorithm/test_sync_outputs.py: bisimilar over the bounds, proved for all values).
 TAKEN_LARGE = ["kernels/suite/matmul_fully_optimized.sync"]
@@ -59,7 +61,7 @@ def problems(program, counts=None, hi: int = 3) -> list[str]:
     return found + ([] if verdict == oracle.BISIMILAR else [f"output: {verdict}"])
 
 
-@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED)
+@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED + REGRESSIONS)
 def test_kernels_in_the_nest_class_are_planned_exactly(path):
     program = load(str(ROOT / path))
     entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
@@ -213,7 +215,7 @@ def test_an_op_that_never_runs_keeps_no_wait():
 # ---------------------------------------------------------------- generated nests
 
 ENGINES = ["E0", "E1", "E2"]
-OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None, "(i + N) % 2", "i % (M + 1)"]
+OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None, "(i + N) % 2", "i % (M + 1)", "1..M"]
 INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None, "(j + M) % 2", "(i + j) % 2", "(j + 1) % (N + 1)",
          "(i * M + j) % 2", "i * M + j"]
 OUTER_GUARDS = ["i % 2 == 0", "i == 0", "i >= 1", "i + 1 < N", "i < M", "N > 1"]
