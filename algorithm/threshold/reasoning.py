@@ -48,11 +48,25 @@ def settled(c):
     value = folded(c)
     if value is not None:
         return TRUE if value else FALSE
-    parts = [normal_compare(k) for k in conjuncts(c)]
+    parts = [_divides(normal_compare(k)) for k in conjuncts(c)]
     out = parts[0]
     for k in parts[1:]:
         out = And(out, k)
     return out
+
+
+def _divides(c):
+    """`e % m == 0` with every term of e negative spelled `-e % m == 0` (m divides e exactly
+    where it divides -e): `-k % 2 == 0` is `k % 2 == 0`."""
+    from semantics.simplify import expr, linear
+
+    if not (isinstance(c, Compare) and c.op == "==" and c.right == Const(0) and isinstance(c.left, BinOp)
+            and c.left.op == "%"):
+        return c
+    form = linear(c.left.left)
+    if not form or any(type(v) is not int or v >= 0 for v in form.values()):
+        return c
+    return Compare("==", simplify(BinOp("%", expr({m: -v for m, v in form.items()}), c.left.right)), Const(0))
 
 
 def normal_compare(c):
