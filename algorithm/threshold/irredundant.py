@@ -109,17 +109,16 @@ def irredundant(program: Program, plan: Plan, conflicts=conflicting_pairs,
     by_op: dict[str, list[PlanEntry]] = {}
     for e in plan.entries:
         by_op.setdefault(e.op, []).append(e)
-    same_engine_of = same_engine
-    same_engine: dict[str, list[Source]] = {}  # computed on demand: Z3 proofs per op pair
+    in_order: dict[str, list[Source]] = {}  # computed on demand (the general stage's: Z3 proofs per op pair)
     tops = {e: [s.trail[0].index for s in sites_] for e, sites_ in ctx.by_engine.items()}
 
     def sources(name: str, kept_engines=None) -> list[Source]:
-        if name not in same_engine:
+        if name not in in_order:
             site = all_sites[name]
-            given = same_engine_of(site, ctx.by_engine[site.op.engine], tops[site.op.engine]) if same_engine_of else None
-            same_engine[name] = given if given is not None else _same_engine_sources(
+            given = same_engine(site, ctx.by_engine[site.op.engine], tops[site.op.engine]) if same_engine else None
+            in_order[name] = given if given is not None else _same_engine_sources(
                 ctx, site, ctx.by_engine[site.op.engine], tops[site.op.engine])
-        out = list(same_engine[name])
+        out = list(in_order[name])
         for e in by_op.get(name, ()):
             if e.exact and (kept_engines is None or e.engine in kept_engines):
                 out += [Source(x, c.condition, c.values, e.engine) for x, c in e.sources]

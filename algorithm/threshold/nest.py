@@ -51,6 +51,7 @@ from semantics.errors import Unsupported
 from semantics.ir import BinOp, Compare, Const, Count, For, If, Iters, Program, Range, Var, walk_expr
 from semantics.simplify import linear, simplify
 from semantics.symbolic import conflicting_pairs
+from algorithm.threshold.facts import param_bounds
 from algorithm.threshold.flat import check_index, least_bound
 from algorithm.threshold.nest_candidates import Candidate, Nest  # noqa: F401  (the stage's parts, for its tests)
 from algorithm.threshold.nest_guards import guard_of
@@ -92,7 +93,7 @@ def check_nest(program: Program) -> dict[str, Site]:
                             or any(k is not None and (len(k) > 1 or not isinstance(k[0], Var)) for k in form) \
                             or any(c < 0 for k, c in form.items() if k is not None and k[0].name in around):
                         raise NotNest("a loop upper bound that is not affine and non-decreasing in the indices")
-                    where = [Compare(">=", Var(p.name), Const(p.lower)) for p in program.params]
+                    where = param_bounds(program.params)
                     where += [c for l in around.values() for c in (Compare("<=", l.lo, Var(l.var)), Compare("<", Var(l.var), l.hi))]
                     if not proves(where, Compare(">=", stmt.hi, plus(stmt.lo, Const(1)))):
                         raise NotNest("a loop bound over enclosing indices that may leave it empty")
@@ -104,7 +105,7 @@ def check_nest(program: Program) -> dict[str, Site]:
 
     visit(program.body, {})
     del visit
-    least = [Compare(">=", Var(p.name), Const(p.lower)) for p in program.params]
+    least = param_bounds(program.params)
     for site in found.values():
         op = site.op
         if op.replica is not None or op.syncs or op.queue is not None:

@@ -210,26 +210,30 @@ def _residue_ranges(facts: list, claim) -> list:
     for a in sorted(atoms, key=repr):
         if not proved(forms, Compare(">=", a.right, Const(1))):
             continue
-        if proved(forms, Compare(">=", a.left, Const(0))) and proved(forms, Compare("<", a.left, a.right)):
-            out.append(Compare("==", a, a.left))  # (e itself where 0 <= e < P)
-        elif proved(forms, Compare("<", a.left, Const(0))) and proved(forms, Compare(">=", plus(a.left, a.right), Const(0))):
-            out.append(Compare("==", a, plus(a.left, a.right)))  # (e + P where -P <= e < 0)
-        else:
-            out += [Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1)))]
+        value = _placed(a.left, a.right, lambda c: proved(forms, c))
+        out += [Compare("==", a, value)] if value is not None else \
+            [Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1)))]
     return out
 
 
+def _placed(e, p, holds):
+    """`e % p` (p >= 1) where `holds` places e in 0 .. p - 1 (e itself) or in -p .. -1
+    (e + p), else None."""
+    if holds(Compare(">=", e, Const(0))) and holds(Compare("<", e, p)):
+        return e
+    if holds(Compare("<", e, Const(0))) and holds(Compare(">=", plus(e, p), Const(0))):
+        return plus(e, p)
+    return None
+
+
 def residue(e, p, facts):
-    """`e % p`; for a divisor over parameters (>= 1) and e a constant k, the value where
-    the facts place p beyond k: k where p > k >= 0, k + p where p >= -k > 0."""
+    """`e % p`; for a divisor over parameters (>= 1) and e a constant k, its value where
+    the facts place k in 0 .. p - 1 or -p .. -1 (`_placed`)."""
     if isinstance(p, int):
         return simplify(BinOp("%", e, Const(p)))
     e = simplify(e)
-    if isinstance(e, Const) and e.value >= 0 and proves(facts, Compare(">", p, e)):
-        return e
-    if isinstance(e, Const) and e.value < 0 and proves(facts, Compare(">=", p, Const(-e.value))):
-        return plus(p, e)
-    return simplify(BinOp("%", e, p))
+    value = _placed(e, p, lambda c: proves(facts, c)) if isinstance(e, Const) else None
+    return value if value is not None else simplify(BinOp("%", e, p))
 
 
 @functools.lru_cache(maxsize=1 << 14)
