@@ -214,6 +214,9 @@ def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
         smaller: dict = {}
         for k, v in goal.items():
             smaller[k] = smaller.get(k, 0) + abs(fc) * v
+        if abs(fc) > 1 and all(type(v) is int for v in goal.values()):
+            # (an integer goal g >= 0 is g > -1, that is k * g + k - 1 >= 0 for k >= 1)
+            smaller[None] = smaller.get(None, 0) + abs(fc) - 1
         for k, v in f.items():
             smaller[k] = smaller.get(k, 0) - abs(c) * v
         smaller = {k: v for k, v in smaller.items() if v != 0}

@@ -14,9 +14,9 @@ from algorithm.threshold.facts import subst
 from algorithm.threshold.flat import Index
 from algorithm.threshold.nest_counts import Counts, body_of
 from algorithm.threshold.nest_flattened import Q, R, flattened, joint_name, rejoined
-from algorithm.threshold.nest_guards import Guard, decided, holds_at, never
+from algorithm.threshold.nest_guards import Guard, decided, holds_at, never, parity_square_free
 from algorithm.threshold.reasoning import (
-    FALSE, TRUE, NotNest, conjunction, minus, plus, product, proves, refuted, residue, settled,
+    FALSE, TRUE, NotNest, conjunction, conjuncts, minus, negated, plus, product, proves, refuted, residue, settled,
 )
 
 
@@ -28,6 +28,9 @@ class Candidate:
     site: Site  # the producer
     values: dict = attrs.field(eq=False)  # its loop indices, over y's (irredundant.Source)
     facts: tuple = ()  # what else holds where it exists (its index at least its lower bound)
+
+UNROLLED = 4  # a free index a range reads: taken one value at a time up to this many values
+
 
 class Nest(Counts):
     """The counts and candidates of one program of the class."""
@@ -53,8 +56,8 @@ class Nest(Counts):
     def _range_equation(self, x: Site, y: Site, ix, iy, pinned: set, loops: dict):
         """A dimension where a side is a range (over parameters and loop indices): the
         condition over y's indices (or FALSE) under which the two meet, None when they
-        always do, NotNest where a free index of x would have to lie in part of its range
-        or x's range reads one."""
+        always do, ("within", u, low, high) where x's free index u must lie in low .. high
+        (part of its range), NotNest where x's range reads a free index."""
         if isinstance(ix, Range) and any(isinstance(n, Var) and n.name in loops and n.name not in pinned
                                          for e in (ix.lo, ix.hi) for n in walk_expr(e)):
             raise NotNest("a range over a free loop index")
@@ -76,7 +79,7 @@ class Nest(Counts):
         if proves(inside, Compare("<=", iy.lo, plus(loop.lo, offset))) and \
                 proves(inside, Compare("<=", plus(loop.hi, offset), iy.hi)):
             return None
-        raise NotNest("a range that holds part of a free index's range")
+        return ("within", loop.var, minus(iy.lo, offset), minus(minus(iy.hi, offset), Const(1)))
 
     def _pinned_equation(self, ix, iy, names: set):
         """x's index (over common loop indices at y's values and parameters) equals y's:
@@ -119,22 +122,48 @@ class Nest(Counts):
         levels += [j for j in reversed(range(depth)) if isinstance(common[j].stmt, For)]
         out = []
         for j in levels:
-            out += self._candidates(x, y, pair, engine, depth, common, j)
+            out += self._unrolled(x, y, pair, engine, depth, common, j)
         return out
 
-    def _candidates(self, x: Site, y: Site, pair, engine, depth, common, j) -> list[Candidate]:
+    def _unrolled(self, x: Site, y: Site, pair, engine, depth, common, j) -> list[Candidate]:
+        """The candidates at level j; where x's range index reads a free index of a loop of
+        a few constant iterations (`p[r * H..(r + 1) * H]` for r in 0..2), one set of
+        candidates per value of that index, the largest first."""
+        import itertools
+
+        pinned = {s.stmt.var for s in (common if j is None else common[:j]) if isinstance(s.stmt, For)}
+        loops = {l.var: l for l in x.loops}
+        read = sorted({n.name for ix in pair[0].indices if isinstance(ix, Range) for e in (ix.lo, ix.hi)
+                       for n in walk_expr(e) if isinstance(n, Var) and n.name in loops and n.name not in pinned})
+        spans = [(simplify(loops[v].lo), simplify(loops[v].hi)) for v in read]
+        if not read or any(not (isinstance(lo, Const) and isinstance(hi, Const)) or hi.value - lo.value > UNROLLED
+                           for lo, hi in spans):
+            return self._candidates(x, y, pair, engine, depth, common, j)  # (NotNest there where x's range reads one)
+        out = []
+        for values in itertools.product(*(range(hi.value - 1, lo.value - 1, -1) for lo, hi in spans)):
+            out += self._candidates(x, y, pair, engine, depth, common, j, dict(zip(read, map(Const, values))))
+        return out
+
+    def _candidates(self, x: Site, y: Site, pair, engine, depth, common, j, fixed=None) -> list[Candidate]:
         """The candidate at level j (None: the same iterations), as the ways its
         conditions go (exclusive; one where every choice is decided)."""
         ax, ay = pair
-        pinned = {s.stmt.var for s in (common if j is None else common[:j]) if isinstance(s.stmt, For)}
+        fixed = fixed or {}
+        pinned = {s.stmt.var for s in (common if j is None else common[:j]) if isinstance(s.stmt, For)} | set(fixed)
         loops = {l.var: l for l in x.loops}
         free = [l.var for l in x.loops if l.var not in pinned]  # outermost first
+        if fixed:
+            ax = attrs.evolve(ax, indices=tuple(Range(subst(ix.lo, fixed), subst(ix.hi, fixed)) if isinstance(ix, Range)
+                                                else subst(ix, fixed) for ix in ax.indices))
         diverging = None if j is None else common[j].stmt.var
-        conds, constraint, joints = [], {}, {}
+        conds, constraint, joints, within = [], {}, {}, {}
         for ix, iy in zip(ax.indices, ay.indices):
             if isinstance(ix, Range) or isinstance(iy, Range):
                 found = self._range_equation(x, y, ix, iy, pinned, loops)
                 if found is None:
+                    continue
+                if isinstance(found, tuple):  # (x's free index within part of its range)
+                    within.setdefault(found[1], []).append(found[2:])
                     continue
                 if found == FALSE:
                     return []
@@ -167,12 +196,13 @@ class Nest(Counts):
             if not isinstance(g, Guard):
                 conds.append(g)  # over the parameters
             elif g.var in pinned:
-                conds.append(holds_at(g, Var(g.var)))
+                conds.append(holds_at(g, fixed.get(g.var, Var(g.var))))
             else:
                 guards.setdefault(g.var, []).append(g)
         inside = self.domain(y)
-        states = [({v: Var(v) for v in pinned}, conds, [])]
+        states = [({v: fixed.get(v, Var(v)) for v in pinned}, conds, [])]
         inners = {inner for inner, _ in joints.values()}
+        capped: set = set()  # inner free indices whose outer index took a cap (_caps)
         if any(v in constraint or v in guards for outer, (inner, _) in joints.items() for v in (outer, inner)):
             raise NotNest("a flattened pair of loop indices with an equation or a guard of its own")
         for var in free:
@@ -184,16 +214,25 @@ class Nest(Counts):
                 top = Var(var) if var == diverging else None
                 loop = For(joint_name(var), Const(0), product(width, top or loop.hi), ())
                 var, largest = joint_name(var), False
-            states = [(env | {var: value}, cs + more, fs + facts) for env, cs, fs in states
-                      for value, more, facts in self._largest(y, loop, largest, env, constraint.get(var),
-                                                              guards.get(var, ()), [*inside, *cs], loops)]
+            reading = [v for v in free[free.index(var) + 1:] if var in self._reads(guards.get(v, ()), loops)] \
+                if var in free else []  # (inner free indices whose guards read this one)
+            following = []
+            for env, cs, fs in states:
+                caps = [c for v in reading for c in self._caps(y, var, loops[v], v == diverging, env, constraint.get(v),
+                                                             guards.get(v, ()), [*inside, *cs], loops)]
+                capped |= set(reading) if caps else set()
+                following += [(env | {var: value}, cs + more, fs + facts) for value, more, facts in self._largest(
+                    y, loop, largest, env, constraint.get(var), guards.get(var, ()), [*inside, *cs], loops,
+                    caps=caps, lows=[low for low, _ in within.get(var, ())], highs=[high for _, high in within.get(var, ())],
+                    capped=var in capped)]
+            states = following
         out = []
         for x_env, cs, facts in states:
             for outer, (inner, width) in joints.items():  # the pair at Q, R while the gap is built
                 x_env = x_env | {outer: Q, inner: R}
             if joints and any(isinstance(n, Var) and n in (Q, R) for c in (*cs, *facts) for n in walk_expr(c)):
                 raise NotNest("a condition over a flattened pair of loop indices")
-            cs = [c for c in (settled(c) for c in cs) if c != TRUE and not proves(inside, c)]
+            cs = [c for c in (k for c in cs for k in conjuncts(settled(c))) if c != TRUE and not proves(inside, c)]
             for c in list(cs):  # (one the others imply: `k >= 2` beside `k >= 3`)
                 if len(cs) > 1 and proves([*inside, *(d for d in cs if d is not c)], c):
                     cs.remove(c)
@@ -208,7 +247,7 @@ class Nest(Counts):
                 gap = rejoined(gap, width, position)
                 values |= {outer: simplify(BinOp("//", position, width)), inner: simplify(BinOp("%", position, width))}
             key = (depth, 0) if j is None else (j, 1)
-            gap = decided(gap, [*inside, condition]) if engine is not None else gap
+            gap = parity_square_free(decided(gap, [*inside, condition])) if engine is not None else gap
             out.append(Candidate(key, condition, gap, x, values, tuple(facts)))
         return out
 
@@ -237,7 +276,8 @@ class Nest(Counts):
             return ("at", simplify(BinOp("*", Const(fx.a), BinOp("-", iy, Const(fx.base[0])))))
         raise NotNest("an index of slope other than +-1")
 
-    def _largest(self, y: Site, loop, diverging: bool, env: dict, constraint, guards, inside, loops=None) -> list:
+    def _largest(self, y: Site, loop, diverging: bool, env: dict, constraint, guards, inside, loops=None,
+                 caps=(), capped=False, lows=(), highs=()) -> list:
         """[(value, conditions, facts)]: the largest value of a free index (its loop at
         `loop`, the enclosing ones at `env`) that its equation and guards allow, with the
         conditions under which it exists. An enclosing free index took its largest value
@@ -246,12 +286,12 @@ class Nest(Counts):
         var = loop.var
         outer = {n.name for g in guards if g.bound is not None for n in walk_expr(g.bound)
                  if isinstance(n, Var) and loops and n.name in loops and n.name != var and env.get(n.name) != n}
-        if outer:
+        if outer and not capped:
             self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, outer)
         guards = [attrs.evolve(g, bound=simplify(subst(g.bound, env))) if g.bound is not None else g for g in guards]
         lo = simplify(loop.lo)
         ub = minus(Var(var), Const(1)) if diverging else minus(subst(loop.hi, env), Const(1))
-        lowers, uppers, at, mod, conds = [lo], [ub], None, None, []
+        lowers, uppers, at, mod, conds = [lo, *lows], [ub, *highs], None, None, []
         match constraint:
             case ("mod", r, p):
                 mod = (r, p)
@@ -291,6 +331,8 @@ class Nest(Counts):
         ways = [(ub, [])]
         for bound in uppers[1:]:
             ways = [w for top, cs in ways for w in _smaller(top, bound, [*inside, *cs], cs)]
+        for cap, holds in caps:  # (the top where an inner index has a value there, else the cap)
+            ways = [w for top, cs in ways for w in _capped(top, cap, settled(holds(top)), [*inside, *cs], cs)]
         out = []
         for top, cs in ways:
             facts = []
@@ -312,6 +354,49 @@ class Nest(Counts):
             if not guards:
                 exists = [e for e in exists if not self._witnessed(y, loop, constraint, e, not diverging)]
             out.append((value, [*conds, *cs, *exists], facts))
+        return out
+
+    @staticmethod
+    def _reads(guards, loops) -> set:
+        """The loop indices the guards' bounds read."""
+        return {n.name for g in guards if g.bound is not None for n in walk_expr(g.bound)
+                if isinstance(n, Var) and n.name in loops}
+
+    def _caps(self, y, u, loop, diverging, env, constraint, guards, inside, loops) -> list:
+        """Upper bounds on the free index u from an inner free index whose guards read it
+        (`i >= 16 * j`): none where the inner index has a value at u + 1 wherever it has one
+        at u (_check_monotone); else its conditions of existence, each linear in u with a
+        negative coefficient (`QT - 1 - 16 * u >= 0`), hold exactly up to `u <= cap`, so u
+        takes its largest value up to the least cap. [(cap, the condition at a value)], or
+        NotNest."""
+        from semantics.simplify import expr, linear
+
+        if self._reads(guards, loops) - {u} - set(env):
+            raise NotNest("a guard over two free loop indices whose inner one may have no value")
+        try:
+            self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, {u})
+            return []
+        except NotNest:
+            pass
+        sym = Var(f"#{u}")
+        ranges = [Compare(">=", sym, subst(loops[u].lo, env)), Compare("<", sym, subst(loops[u].hi, env))]
+        ways = self._largest(y, loop, diverging, env | {u: sym}, constraint, guards, [*inside, *ranges], loops,
+                             capped=True)
+        if len(ways) != 1:
+            raise NotNest("a guard over two free loop indices whose inner one may have no value")
+        out = []
+        for c in ways[0][1]:
+            c = settled(c)
+            if c == TRUE or not any(n == sym for n in walk_expr(c)):
+                continue
+            form = linear(BinOp("-", c.left, c.right)) if isinstance(c, Compare) and c.op == ">=" else None
+            a = form.pop((sym,), 0) if form is not None else 0
+            if not (type(a) is int and a < 0) or any(type(v) is not int for v in form.values()) \
+                    or any(k is not None and any(n == sym for x in k for n in walk_expr(x)) for k in form):
+                raise NotNest("a guard over two free loop indices whose inner one may have no value")
+            rest = expr(form)  # a * u + rest >= 0: u <= floor(rest / -a)
+            out.append((rest if a == -1 else simplify(BinOp("//", rest, Const(-a))),
+                        lambda value, c=c: subst(c, {sym.name: value})))
         return out
 
     def _check_monotone(self, y, loop, diverging, env, constraint, guards, inside, loops, outer):
@@ -364,6 +449,17 @@ def _offset_equation(ix, iy, var):
     else:
         raise NotNest("a periodic index against one of another period")
     return ("mod", simplify(BinOp("*", Const(a), BinOp("-", target, rest))), p)
+
+
+def _capped(top, cap, holds, facts, cs) -> list:
+    """[(the largest value, conditions)] of an index at most `top` and at most `cap`,
+    where `holds` (the condition `top <= cap`, as its inner index's existence) may go
+    either way: top where it holds, else the cap."""
+    if proves(facts, holds):
+        return [(top, cs)]
+    if refuted(facts, holds):
+        return [(cap, cs)]
+    return [(top, [*cs, holds]), (cap, [*cs, settled(negated(holds))])]
 
 
 def _smaller(a, b, facts, cs) -> list:

@@ -79,7 +79,7 @@ class Counts:
         are over y's names, which may be the loop's own: the sum runs over a fresh one."""
         body = subst(self.instances(loop.body, engine), {**env, loop.var: Var(SUMMED)})
         start = loop.lo if start is None else start
-        return _summed(body, start, upto)
+        return _summed(body, start, upto, [*self.params, Compare(">=", Var(SUMMED), loop.lo)])
 
     def before(self, stmts, steps, env: dict, engine: str):
         """F-instances of the statements' execution before the point `steps` leads to,
@@ -146,9 +146,11 @@ def _guards(site: Site) -> list:
     return out
 
 
-def _summed(body, start, stop):
-    """The sum of the body's count over the index #t = start .. stop - 1: Faulhaber's sums
-    for its polynomial part, `count_where` for a part under a guard on #t."""
+def _summed(body, start, stop, facts=()):
+    """The sum of the body's count over the index #t = start .. stop - 1 (start <= stop):
+    Faulhaber's sums for its polynomial part, `count_where` for a part under a guard on
+    #t, and the range split where the condition of an `if` whose branches also vary with
+    #t changes (`_split`). `facts`: what holds of the parameters."""
     mentions = lambda e: any(isinstance(n, Var) and n.name == SUMMED for n in walk_expr(e))  # noqa: E731
     plain, total = {}, Const(0)
     for mono, coef in linear(body).items():
@@ -159,7 +161,7 @@ def _summed(body, start, stop):
         atom = guarded[0]
         rest = expr({tuple(a for a in mono if a is not atom) or None: coef})
         if len(guarded) > 1 or any(mentions(e) for e in (rest, atom.then, atom.else_)):
-            raise NotNest("a count under a guard that varies with its loop index")
+            return _split(body, atom, start, stop, facts)
         g = guard_of(atom.cond, True, (SUMMED,))
         count = count_where(g, start, stop)
         total = plus(total, product(rest, plus(product(atom.else_, minus(stop, start)),
@@ -168,3 +170,57 @@ def _summed(body, start, stop):
     if mentions(poly):
         return plus(total, power_sum(poly, SUMMED, start, stop))
     return plus(total, product(minus(stop, start), poly))
+
+
+def _split(body, atom, start, stop, facts):
+    """The sum of a body with an `if c then a else b` whose branches vary with #t: c
+    linear in #t is `#t <= m - 1` or `#t >= m` (a floor division by #t's coefficient), so
+    the sum is the then-branch's over one part of start .. stop - 1 and the else-branch's
+    over the other, the point m clamped to the range; a side bounds prove empty, or
+    equal to the other where c decides it, is not split off."""
+    from semantics.ir import Max, Min, map_expr
+
+    from algorithm.threshold.nest_guards import decided
+    from algorithm.threshold.reasoning import negated, proves, refuted
+
+    t = Var(SUMMED)
+    where = [*facts, Compare("<=", start, t), Compare("<", t, stop)]
+    c = atom.cond
+    replaced = lambda value: simplify(map_expr(body, lambda n: value if n == atom else n))  # noqa: E731
+    if proves(where, c) or proves([*where, negated(c)], Compare("==", decided(atom.then, [*where, negated(c)]),
+                                                                  decided(atom.else_, [*where, negated(c)]))):
+        return _summed(replaced(atom.then), start, stop, facts)
+    if refuted(where, c) or proves([*where, c], Compare("==", decided(atom.then, [*where, c]),
+                                                        decided(atom.else_, [*where, c]))):
+        return _summed(replaced(atom.else_), start, stop, facts)
+    if not isinstance(c, Compare) or c.op not in (">=", "<=", ">", "<"):
+        raise NotNest("a count under a guard that varies with its loop index")
+    form = linear(BinOp("-", c.left, c.right))
+    a = form.pop((t,), 0)
+    if type(a) is not int or a == 0 or any(type(v) is not int for v in form.values()) \
+            or any(k is not None and any(isinstance(n, Var) and n.name == SUMMED for x in k for n in walk_expr(x))
+                   for k in form):
+        raise NotNest("a count under a guard that varies with its loop index")
+    rest = expr(form)  # c: a * #t + rest op 0
+    strict = c.op in (">", "<")
+    if c.op in ("<=", "<"):
+        a, rest = -a, product(Const(-1), rest)  # c: a * #t + rest >= 0 (or > 0)
+    bound = minus(Const(1), rest) if strict else product(Const(-1), rest)  # c: a * #t >= bound
+    if a > 0:  # #t >= ceil(bound / a) = (bound - 1) // a + 1 (the floor of a cap, nest_candidates): the then-part lies above
+        point = bound if a == 1 else plus(simplify(BinOp("//", minus(bound, Const(1)), Const(a))), Const(1))
+        first, second = atom.else_, atom.then
+    else:  # #t <= floor(bound / a) = floor(-bound / -a): the then-part lies below point
+        point = plus(Const(1), product(Const(-1), bound) if a == -1 else
+                     simplify(BinOp("//", product(Const(-1), bound), Const(-a))))
+        first, second = atom.then, atom.else_
+    ordered = [*facts, Compare("<=", start, stop)]
+    if proves(ordered, Compare("<=", point, start)):
+        point = start
+    elif proves(ordered, Compare(">=", point, stop)):
+        point = stop
+    else:
+        if not proves(ordered, Compare(">=", point, start)):
+            point = simplify(Max(start, point))
+        if not proves(ordered, Compare("<=", point, stop)):
+            point = simplify(Min(stop, point))
+    return plus(_summed(replaced(first), start, point, facts), _summed(replaced(second), point, stop, facts))

@@ -185,6 +185,28 @@ def _gathered(value):
     return simplify(expr(lin))
 
 
+def parity_square_free(value):
+    """The value with each power of a term `e % 2` written as the term itself (it is 0 or
+    1: `(e % 2) * (e % 2)` is `e % 2`), so that sums over an index at a parity cancel."""
+    from semantics.ir import BinOp
+
+    if not any(isinstance(n, BinOp) and n.op == "%" and n.right == Const(2) for n in walk_expr(value)):
+        return value
+    out: dict = {}
+    changed = False
+    for mono, coef in linear(value).items():
+        if mono is not None:
+            kept = []
+            for a in mono:
+                if isinstance(a, BinOp) and a.op == "%" and a.right == Const(2) and a in kept:
+                    changed = True
+                    continue
+                kept.append(a)
+            mono = tuple(kept)
+        out[mono] = out.get(mono, 0) + coef
+    return simplify(expr({k: c for k, c in out.items() if c != 0})) if changed else value
+
+
 def unperiodic(value, facts: list = ()):
     """The value without its `%` terms where it is one polynomial on every residue class
     of their names that the facts allow (`(i - 1) % 3 - ...` counts that are 0 on each

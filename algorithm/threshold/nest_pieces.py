@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from semantics.context import Site
-from semantics.ir import Compare, Const, Count, IfExpr, Iters, Max, Var, map_expr, walk_expr
+from semantics.ir import BinOp, Compare, Const, Count, IfExpr, Iters, Max, Var, map_expr, walk_expr
 from semantics.simplify import simplify
 from algorithm.threshold.facts import subst
 from algorithm.threshold.nest_guards import decided, unperiodic
@@ -30,7 +30,10 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
     """The candidates latest first: by level, and within a level by their gaps (a smaller
     gap is a later instance) where bounds decide it for every point both exist at; two
     that never exist together (exclusive conditions) need no order. A topological order
-    of what bounds decide, ties by level and then as given."""
+    of what bounds decide, ties by level and then as given. Two of one level and one
+    condition that bounds do not order are one candidate, the smaller of their gaps
+    (`count(F) - min(B1, B2)`: whichever is later where both exist)."""
+    cands = _joined(cands, domain)
     before: dict = {k: set() for k in range(len(cands))}  # k comes after each of these
     for i, a in enumerate(cands):
         for k in range(i + 1, len(cands)):
@@ -57,6 +60,41 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
         k = min(ready, key=lambda k: (tuple(-v for v in cands[k].key), k))
         out.append(cands[k])
         placed.add(k)
+    return out
+
+
+def _joined(cands: list[Candidate], domain: list) -> list[Candidate]:
+    """The candidates with those of one level and one condition that bounds do not order
+    joined into one whose gap is the least of theirs (_later_first); one whose gap bounds
+    prove at least another's there is an earlier instance, left out of the join."""
+    from semantics.ir import Min
+
+    groups: dict = {}
+    for c in cands:
+        groups.setdefault((c.key, c.condition), []).append(c)
+    out, done = [], set()
+    for c in cands:
+        group = groups[(c.key, c.condition)]
+        if len(group) == 1:
+            out.append(c)
+            continue
+        if id(group) in done:
+            continue
+        done.add(id(group))
+        facts = [*domain, c.condition, *(f for g in group for f in g.facts)]
+        kept: list = []
+        for g in group:
+            if any(k.gap == g.gap or proves(facts, Compare("<=", k.gap, g.gap)) for k in kept):
+                continue  # (an instance no later than one kept)
+            kept = [k for k in kept if not proves(facts, Compare("<=", g.gap, k.gap))] + [g]
+        if len(kept) == 1 or all(proves(facts, Compare("<=", a.gap, b.gap)) or proves(facts, Compare("<=", b.gap, a.gap))
+                                 for a in kept for b in kept):
+            out += group  # (ordered by bounds: _later_first's order)
+            continue
+        gap = kept[0].gap
+        for k in kept[1:]:
+            gap = simplify(Min(gap, k.gap))
+        out.append(attrs.evolve(kept[0], gap=gap, facts=tuple(f for k in kept for f in k.facts)))
     return out
 
 
@@ -104,7 +142,8 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
             break
         parts = conjuncts(condition)
         if len(parts) == 1:
-            pins.update(pin(negated(parts[0]), lowers) or _only_value(negated(parts[0]), domain, lowers))
+            pins.update(pin(negated(parts[0]), lowers) or _only_value(negated(parts[0]), domain, lowers)
+                        or _pinned_by_domain(settled(negated(parts[0])), domain))
             failed.append(settled(negated(parts[0])))
     if not pieces:
         return None
@@ -150,6 +189,28 @@ def _equal_where_new(last: Piece, gap, condition, facts, pins, lowers) -> bool:
         return False
     return all(proves_where(Compare("==", last.gap, gap), [*way, *conjuncts(condition)], facts, pins, lowers)
                for way in ways)
+
+
+def _pinned_by_domain(c, domain) -> dict:
+    """{v: e} when `c` bounds a variable v by e on one side and the domain bounds it by e
+    on the other (`16 * j >= i` where y's guard is `i >= 16 * j`: i is 16 * j)."""
+    from semantics.simplify import expr, linear
+
+    if not isinstance(c, Compare) or c.op not in ("<=", ">=", "<", ">"):
+        return {}
+    form = linear(BinOp("-", c.left, c.right) if c.op in ("<=", "<") else BinOp("-", c.right, c.left))
+    if c.op in ("<", ">"):
+        form[None] = form.get(None, 0) + 1  # form <= 0
+    for mono, coef in list(form.items()):
+        if mono is None or len(mono) != 1 or not isinstance(mono[0], Var) or coef not in (1, -1):
+            continue
+        rest = expr({k: v for k, v in form.items() if k != mono})
+        if any(n == mono[0] for n in walk_expr(rest)):
+            continue
+        value = simplify(BinOp("*", Const(-coef), rest))  # c: v <= value (coef 1) or v >= value (coef -1)
+        if proves(domain, Compare(">=" if coef == 1 else "<=", mono[0], value)):
+            return {mono[0].name: value}
+    return {}
 
 
 def _only_value(c, domain, lowers) -> dict:

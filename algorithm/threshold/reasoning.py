@@ -184,6 +184,11 @@ def _proves(facts: list, claim) -> bool:
     forms = inequalities_of([*facts, *_residue_ranges(facts, claim)])
     if proved(forms, claim):
         return True
+    few = _few_values(facts, claim)
+    if few is not None:  # (a product with an index of a few values: each value in turn)
+        name, values = few
+        return all(proves([settled(subst(f, {name: Const(v)})) for f in facts], settled(subst(claim, {name: Const(v)})))
+                   for v in values)
     atoms = sorted({n for n in walk_expr(claim) if isinstance(n, BinOp) and n.op == "%"
                     and isinstance(n.right, Const) and 0 < n.right.value <= 4}, key=print_expr)
     if not atoms or len(atoms) > 2:
@@ -197,6 +202,31 @@ def _proves(facts: list, claim) -> bool:
         if FALSE not in known and not proved(inequalities_of(known), case):
             return False
     return True
+
+
+def _few_values(facts: list, claim):
+    """(v, its values) for a variable v of a product in the claim (`r * H`, non-linear)
+    that the facts place in a constant range of at most 4 values, else None."""
+    from semantics.simplify import linear
+
+    if not isinstance(claim, Compare):
+        return None
+    names = sorted({a.name for mono in linear(BinOp("-", claim.left, claim.right)) if mono is not None and len(mono) > 1
+                    for a in mono if isinstance(a, Var)})
+    for name in names:
+        low = high = None
+        for f in facts:
+            if not isinstance(f, Compare) or f.op not in ("<", "<=", ">", ">="):
+                continue
+            for var, k, op in ((f.left, f.right, f.op), (f.right, f.left, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[f.op])):
+                if var == Var(name) and isinstance(k, Const) and type(k.value) is int:
+                    if op in (">", ">="):
+                        low = max(low if low is not None else k.value, k.value + (op == ">"))
+                    else:
+                        high = min(high if high is not None else k.value, k.value - (op == "<"))
+        if low is not None and high is not None and 0 <= high - low < 4:
+            return name, range(low, high + 1)
+    return None
 
 
 def _residue_ranges(facts: list, claim) -> list:

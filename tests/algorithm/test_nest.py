@@ -13,7 +13,7 @@ from algorithm.registry import get_strategy
 from algorithm.threshold import nest as nest_mod
 from algorithm.threshold.options import PlannerOptions
 from algorithm.threshold.plan import PlanEntry, Plan, apply_plan
-from algorithm.threshold.reasoning import minus
+from algorithm.threshold.reasoning import minus, plus
 from semantics.ir import Var
 from semantics.errors import Unsupported
 from semantics.parser import parse, parse_file
@@ -41,11 +41,16 @@ PERIOD_OVER_PARAMETERS = ["kernels/ring_buffer.sync", "kernels/bugs/ring_off_by_
                           "tests/data/threshold_cases/ring_prefetch_runtime_depth.sync"]
 # Indexed by the position of an iteration in a rectangular pair of loops (`(m * NT + n) % 2`).
 FLATTENED = ["tests/data/threshold_cases/flat_index_double_buffer.sync", "tests/data/repro/gemm_psum_if.sync"]
+# Causal guards (`i >= 2 * j`: an inner range that is empty from some outer index on, so an
+# earlier outer iteration's latest instance lies at a cap), and ranges over the index of a
+# small constant loop (`s[r * H..(r + 1) * H]` for r in 0..2).
+CAUSAL = ["tests/data/nest/causal_cap.sync", "tests/data/threshold_cases/causal_guard_outer_tile.sync",
+          "tests/data/threshold_cases/symbolic_coefficient_range.sync"]
 # Regressions: bugs the stage had, each a kernel of its own.
 REGRESSIONS = ["tests/data/nest/empty_range_writer.sync"]
 # Taken too, with more parameters than brute force affords here (their outputs are judged
 # by tests/algorithm/test_sync_outputs.py: bisimilar over the bounds, proved for all values).
-TAKEN_LARGE = ["kernels/suite/matmul_fully_optimized.sync"]
+TAKEN_LARGE = ["kernels/suite/matmul_fully_optimized.sync", "kernels/suite/flash_attention_causal.sync"]
 
 
 def every_threshold(program, counts=None) -> Plan:
@@ -61,7 +66,7 @@ def problems(program, counts=None, hi: int = 3) -> list[str]:
     return found + ([] if verdict == oracle.BISIMILAR else [f"output: {verdict}"])
 
 
-@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED + REGRESSIONS)
+@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED + CAUSAL + REGRESSIONS)
 def test_kernels_in_the_nest_class_are_planned_exactly(path):
     program = load(str(ROOT / path))
     entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
@@ -113,8 +118,8 @@ def test_the_stage_reports_progress_and_can_be_stopped_at_each_op(monkeypatch):
 
 
 def test_programs_outside_the_class_are_left_to_the_later_stages():
-    for path in ["kernels/suite/flash_attention_causal.sync",
-                 "kernels/dma_trigger.sync", "tests/data/threshold_cases/symbolic_coefficient_range.sync",
+    for path in ["tests/data/threshold_cases/scaled_index.sync",
+                 "kernels/dma_trigger.sync", "tests/data/threshold_cases/disjunctive_guard.sync",
                  "kernels/suite/transpose_parity_evac.sync"]:
         with pytest.raises(Unsupported):
             nest_mod.plan_nest(load(str(ROOT / path)))
@@ -149,6 +154,34 @@ def test_a_flattened_position_one_iteration_off_is_caught(monkeypatch):
     real = nest_candidates.rejoined
     monkeypatch.setattr(nest_candidates, "rejoined", lambda gap, width, value: real(gap, width, minus(value, Const(1))))
     assert all(problems(load(str(ROOT / path))) for path in FLATTENED)
+
+
+def test_a_cap_one_past_the_last_outer_iteration_with_instances_is_caught(monkeypatch):
+    """Teeth for the causal kernels: an outer index capped one iteration later than the
+    last whose inner range holds an instance is a wrong threshold."""
+    from algorithm.threshold import nest_candidates
+    from semantics.ir import Const
+
+    real = nest_candidates.Nest._caps
+    monkeypatch.setattr(nest_candidates.Nest, "_caps", lambda *a: [(plus(cap, Const(1)), holds) for cap, holds in real(*a)])
+    assert problems(load(str(ROOT / "tests/data/nest/causal_cap.sync")))
+
+
+def test_a_sum_split_one_iteration_off_is_caught(monkeypatch):
+    """Teeth for the sums over a causal range: the then-part of a split sum one iteration
+    too long is a wrong count."""
+    from algorithm.threshold import nest_counts
+    from semantics.ir import BinOp, Const, Max, Min
+
+    real = nest_counts._summed
+
+    def shifted(body, start, stop, facts=()):
+        if isinstance(stop, (Min, Max)) or isinstance(start, (Min, Max)):  # (a part of a split sum)
+            stop = BinOp("+", stop, Const(1)) if isinstance(stop, (Min, Max)) else stop
+        return real(body, start, stop, facts)
+
+    monkeypatch.setattr(nest_counts, "_summed", shifted)
+    assert problems(load(str(ROOT / "tests/data/nest/causal_cap.sync")))
 
 
 IN_ORDER = ["kernels/suite/tiled_matmul.sync", "kernels/suite/swiglu_mlp.sync", "tests/data/repro/gemm_psum_if.sync"]

@@ -129,10 +129,11 @@ def test_teeth_a_wrongly_decided_guard_proves_a_satisfiable_query(monkeypatch):
     assert status == "proved"
 
 
-def _first_round_prover(name: str) -> Prover:
+def _first_round_prover(name: str, path=None) -> Prover:
     """A prover of the kernel's recorded `threshold` output (the output-preservation test
-    holds it equal to what the planner gives), at the first round's budget."""
-    program = parse_file(SYNCED / f"suite__{name}.sync.threshold.sync")
+    holds it equal to what the planner gives), or of the output at `path`, at the first
+    round's budget."""
+    program = parse_file(path or SYNCED / f"suite__{name}.sync.threshold.sync")
     return Prover(program, ProofOptions(timeout=None, query_rlimit=2_000_000, first_query_rlimit=2_000_000))
 
 
@@ -151,7 +152,7 @@ def test_flash_attention_causal_waits_are_proved_exact_in_the_first_round(op, en
     # splits"); three of the
     # five (the others, ld_q on DVE and qk on POOL, alike): min((QT - 1) // 16, j - 1) in
     # ld_k's threshold, parity cases in qscale's, three nested branches in tr's.
-    prover = _first_round_prover("flash_attention_causal")
+    prover = _first_round_prover("flash_attention_causal", ROOT / "tests/data/prove_cases/flash_attention_causal_general.sync")
     y = prover.terms.sites[op]
     (wait,) = [w for w in y.op.waits if w.engine == engine]
     assert prover.exact(y, wait).status == "proved"
