@@ -128,7 +128,7 @@ def check_nest(program: Program) -> dict[str, Site]:
                     if isinstance(node, BinOp) and node.op in ("%", "//") and not isinstance(simplify(node.right), Const) \
                             and (node.op == "//" or not proves(least, Compare(">=", node.right, Const(1)))):
                         raise NotNest("a divisor over loop indices, or one that may be below 1")
-                # (others: a congruence or slope +-1 in one free index, nest_candidates.py)
+                # (others: a congruence or slope +-1 in one free index, nest_equations.py)
     return found
 
 
@@ -154,31 +154,53 @@ def _planned(program, conflicts, count_registers, counts, untracked):
         for engine in program.engines:
             if engine == y.op.engine:
                 continue
-            cands, producers = [], set()
-            for buffer in sorted({a.buffer for a in y.op.reads + y.op.writes}):
-                for x in by_buffer.get(buffer, ()):
-                    if x.op.engine != engine or x.op.name in producers:
-                        continue
-                    found_pairs = conflicts(x.op, y.op)
-                    if found_pairs:
-                        producers.add(x.op.name)
-                    for pair in found_pairs:
-                        cands += nest.candidates(x, y, pair, engine)
-            pairs += len(producers)
-            pieces = threshold_of(nest, y, engine, cands)
-            if pieces is None:
-                continue
-            before = nest.before_y(y, engine)
-            closed = written([(p.conditions, each(p.gap, lambda g: [minus(before, g)])) for p in pieces],
-                             lambda forms: forms[0])
-            if isinstance(closed, Const) and closed.value <= 0:
-                continue
-            forms = [(p.conditions, piece_forms(nest, y, engine, p, count_registers, untracked)) for p in pieces]
-            planned.append((y.op.name, engine, forms, closed, tuple((c.site, c) for c in cands)))
+            nest.residues_at_cap = False
+            found_y = _threshold(nest, y, engine, by_buffer, conflicts, count_registers, untracked)
+            if nest.residues_at_cap:  # (the cheaper of the two ways to take a periodic index at a cap)
+                nest.split_at_cap = True
+                split = _threshold(nest, y, engine, by_buffer, conflicts, count_registers, untracked)
+                nest.split_at_cap = False
+                if split[0] is not None and (found_y[0] is None or _arithmetic(split[0]) < _arithmetic(found_y[0])):
+                    found_y = split
+            forms, closed, cands, producers = found_y
+            pairs += producers
+            if forms is not None:
+                planned.append((y.op.name, engine, forms, closed, tuple((c.site, c) for c in cands)))
     choice = chooser([f for _, _, pieces, _, _ in planned for _, forms in pieces
                        for f in (forms[1:] if forms[0] == "max" else [forms])])
     return [(op, engine, written(pieces, choice), closed, sources)
             for op, engine, pieces, closed, sources in planned], pairs, nest
+
+
+def _threshold(nest: Nest, y: Site, engine: str, by_buffer: dict, conflicts, count_registers, untracked):
+    """(the pieces' forms or None where y needs no wait on the engine, the closed
+    threshold, the candidates, how many producers conflict with y) of y's wait."""
+    cands, producers = [], set()
+    for buffer in sorted({a.buffer for a in y.op.reads + y.op.writes}):
+        for x in by_buffer.get(buffer, ()):
+            if x.op.engine != engine or x.op.name in producers:
+                continue
+            found_pairs = conflicts(x.op, y.op)
+            if found_pairs:
+                producers.add(x.op.name)
+            for pair in found_pairs:
+                cands += nest.candidates(x, y, pair, engine)
+    pieces = threshold_of(nest, y, engine, cands)
+    if pieces is None:
+        return None, None, cands, len(producers)
+    before = nest.before_y(y, engine)
+    closed = written([(p.conditions, each(p.gap, lambda g: [minus(before, g)])) for p in pieces], lambda forms: forms[0])
+    if isinstance(closed, Const) and closed.value <= 0:
+        return None, closed, cands, len(producers)
+    forms = [(p.conditions, piece_forms(nest, y, engine, p, count_registers, untracked)) for p in pieces]
+    return forms, closed, cands, len(producers)
+
+
+def _arithmetic(forms) -> int:
+    """The run-time operations of a wait written from its pieces' cheapest forms."""
+    from semantics.evaluate import arithmetic_ops
+
+    return arithmetic_ops(written(forms, lambda f: f[0]))
 
 
 def in_order_sources(nest: Nest, y: Site, same: list, tops: list):

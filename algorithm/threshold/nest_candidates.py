@@ -1,20 +1,21 @@
 """Candidates of the nest stage (nest.py): for a consumer y and a producer x on F, the
 latest instance of x before y that conflicts with it, level by level, as a condition
 over y's indices and the gap B of F-instances between it and y (module docstring of
-nest.py: the rule; nest_guards.py: guards)."""
+nest.py: the rule; nest_equations.py: index equations; nest_guards.py: guards)."""
 
 from __future__ import annotations
 
 import attrs
 
 from semantics.context import Site, common_depth, static_order
-from semantics.ir import And, BinOp, Compare, Const, For, Min, Range, Var, walk_expr
+from semantics.ir import BinOp, Compare, Const, For, Min, Range, Var, walk_expr
 from semantics.simplify import simplify
 from algorithm.threshold.facts import subst
 from algorithm.threshold.flat import Index
 from algorithm.threshold.nest_counts import Counts, body_of
+from algorithm.threshold.nest_equations import equation, offset_equation, pinned_equation, range_equation
 from algorithm.threshold.nest_flattened import Q, R, flattened, joint_name, rejoined
-from algorithm.threshold.nest_guards import Guard, decided, holds_at, never, parity_square_free
+from algorithm.threshold.nest_guards import Guard, decided, holds_at, parity_square_free
 from algorithm.threshold.reasoning import (
     FALSE, TRUE, NotNest, conjunction, conjuncts, minus, negated, plus, product, proves, refuted, residue, settled,
 )
@@ -38,6 +39,11 @@ class Nest(Counts):
     def __init__(self, program, found: dict[str, Site], *args):
         super().__init__(program, found, *args)
         self._index: dict = {}
+        # A free index of a constant period at a cap (`_largest`): its value `cap - (cap -
+        # r) % p` (False), or one way per residue of the cap with the value `cap - k`
+        # (True; simpler gaps, more pieces). `residues_at_cap` says a candidate met one.
+        self.split_at_cap = False
+        self.residues_at_cap = False
 
     # ------------------------------------------------------------ candidates
 
@@ -52,58 +58,6 @@ class Nest(Counts):
                     and simplify(mine.hi) == simplify(loop.hi) and exists.op == ">=":
                 return True
         return proves(self.domain(y), exists)
-
-    def _range_equation(self, x: Site, y: Site, ix, iy, pinned: set, loops: dict):
-        """A dimension where a side is a range (over parameters and loop indices): the
-        condition over y's indices (or FALSE) under which the two meet, None when they
-        always do, ("within", u, low, high) where x's free index u must lie in low .. high
-        (part of its range), NotNest where x's range reads a free index."""
-        if isinstance(ix, Range) and any(isinstance(n, Var) and n.name in loops and n.name not in pinned
-                                         for e in (ix.lo, ix.hi) for n in walk_expr(e)):
-            raise NotNest("a range over a free loop index")
-        if isinstance(ix, Range) and isinstance(iy, Range):  # (two ranges meet where both hold an element)
-            return settled(And(And(Compare("<", ix.lo, iy.hi), Compare("<", iy.lo, ix.hi)),
-                               And(Compare("<", ix.lo, ix.hi), Compare("<", iy.lo, iy.hi))))
-        if isinstance(ix, Range):
-            return settled(And(Compare("<=", ix.lo, iy), Compare("<", iy, ix.hi)))
-        moving = sorted({n.name for n in walk_expr(ix) if isinstance(n, Var) and n.name in loops and n.name not in pinned})
-        if not moving:
-            return settled(And(Compare("<=", iy.lo, ix), Compare("<", ix, iy.hi)))
-        if len(moving) > 1:
-            raise NotNest("a point index over two free loop indices against a range")
-        loop = loops[moving[0]]  # x's free index u: u + c over its whole range must lie in y's
-        offset = minus(ix, Var(loop.var))
-        if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
-            raise NotNest("a range against an index of slope other than 1")
-        inside = self.domain(y)
-        if proves(inside, Compare("<=", iy.lo, plus(loop.lo, offset))) and \
-                proves(inside, Compare("<=", plus(loop.hi, offset), iy.hi)):
-            return None
-        return ("within", loop.var, minus(iy.lo, offset), minus(minus(iy.hi, offset), Const(1)))
-
-    def _pinned_equation(self, ix, iy, names: set):
-        """x's index (over common loop indices at y's values and parameters) equals y's:
-        TRUE or FALSE where both are periodic in one loop index (`names`: the index's, None
-        where it reads a parameter) or constant and the residues decide it, else the
-        equation."""
-        import math
-
-        y_names = {n.name for n in walk_expr(iy) if isinstance(n, Var)}
-        var = next(iter(names), None) if names else None
-        if names is not None and len(names) <= 1 and y_names <= ({var} if var else set()):
-            fx, fy = self.index(ix, var), self.index(iy, var)
-            if fx.a == fy.a:
-                seen = {fx(r) == fy(r) for r in range(math.lcm(fx.p, fy.p))}
-                if len(seen) == 1:
-                    return TRUE if seen.pop() else FALSE
-        ix, iy = simplify(ix), simplify(iy)
-        if isinstance(ix, BinOp) and isinstance(iy, BinOp) and ix.op == iy.op == "%" and ix.right == iy.right \
-                and not isinstance(ix.right, Const) and isinstance(minus(ix.left, iy.left), Const):
-            k = abs(minus(ix.left, iy.left).value)  # (equal residues: P divides k, P >= 1)
-            return TRUE if k == 0 else settled(Compare("==", ix.right, Const(1))) if k == 1 else \
-                settled(Compare("==", BinOp("%", Const(k), ix.right), Const(0)))
-        equation = settled(Compare("==", ix, iy))
-        return FALSE if never(equation) else equation
 
     def index(self, expr, var):
         key = (expr, var)
@@ -159,7 +113,7 @@ class Nest(Counts):
         conds, constraint, joints, within = [], {}, {}, {}
         for ix, iy in zip(ax.indices, ay.indices):
             if isinstance(ix, Range) or isinstance(iy, Range):
-                found = self._range_equation(x, y, ix, iy, pinned, loops)
+                found = range_equation(self, x, y, ix, iy, pinned, loops)
                 if found is None:
                     continue
                 if isinstance(found, tuple):  # (x's free index within part of its range)
@@ -172,7 +126,7 @@ class Nest(Counts):
             names = {n.name for n in walk_expr(ix) if isinstance(n, Var)}
             moving = [v for v in free if v in names]
             if not moving:
-                conds.append(self._pinned_equation(ix, iy, names if names <= set(loops) else None))
+                conds.append(pinned_equation(self, ix, iy, names if names <= set(loops) else None))
                 continue
             if len(moving) > 1:  # (the position of a rectangular pair of loops, or NotNest)
                 outer, inner, width, ix = flattened(ix, moving, loops, x.loops, self.domain(y))
@@ -183,7 +137,7 @@ class Nest(Counts):
             var = moving[0]
             y_names = {n.name for n in walk_expr(iy) if isinstance(n, Var)}
             plain = names == {var} and len(y_names) <= 1 and y_names <= {l.var for l in y.loops}
-            new = self._equation(ix, iy, var) if plain else _offset_equation(ix, iy, var)
+            new = equation(self, ix, iy, var) if plain else offset_equation(ix, iy, var)
             if new is None:
                 return []
             if new == "any":
@@ -251,31 +205,6 @@ class Nest(Counts):
             out.append(Candidate(key, condition, gap, x, values, tuple(facts)))
         return out
 
-    def _equation(self, ix, iy, var):
-        """x's index over its free index `var` equals y's: ("mod", r, p) (var % p == r %
-        p), ("at", e) (var == e), "any" (always), None (never), or NotNest."""
-        fx = self.index(ix, var)
-        y_names = [n.name for n in walk_expr(iy) if isinstance(n, Var)]
-        y_var = y_names[0] if y_names else None
-        if fx.a == 0:
-            if y_var is not None:
-                shift = _shift(fx, self.index(iy, y_var))
-                if shift is None:
-                    raise NotNest("periodic indices that meet at some residues only")
-                return ("mod", simplify(BinOp("+", Var(y_var), Const(shift))) if shift else Var(y_var), fx.p)
-            value = simplify(iy).value
-            residues = [r for r in range(fx.p) if fx.base[r] == value]
-            if not residues:
-                return None
-            if len(residues) == fx.p:
-                return "any"
-            if len(residues) > 1:
-                raise NotNest("an index equation with several residues")
-            return ("mod", Const(residues[0]), fx.p)
-        if fx.p == 1 and fx.a in (1, -1):
-            return ("at", simplify(BinOp("*", Const(fx.a), BinOp("-", iy, Const(fx.base[0])))))
-        raise NotNest("an index of slope other than +-1")
-
     def _largest(self, y: Site, loop, diverging: bool, env: dict, constraint, guards, inside, loops=None,
                  caps=(), capped=False, lows=(), highs=()) -> list:
         """[(value, conditions, facts)]: the largest value of a free index (its loop at
@@ -333,8 +262,23 @@ class Nest(Counts):
             ways = [w for top, cs in ways for w in _smaller(top, bound, [*inside, *cs], cs)]
         for cap, holds in caps:  # (the top where an inner index has a value there, else the cap)
             ways = [w for top, cs in ways for w in _capped(top, cap, settled(holds(top)), [*inside, *cs], cs)]
+        at_cap = set()  # ways whose top is a cap of the residue's value (each residue of the cap a way)
+        if caps and mod is not None and isinstance(mod[1], int) and mod[1] <= 4 \
+                and any(top in {cap for cap, _ in caps} for top, _ in ways):
+            self.residues_at_cap = True
+        if self.split_at_cap and caps and mod is not None and isinstance(mod[1], int) and mod[1] <= 4:
+            split = []
+            for top, cs in ways:
+                if top not in {cap for cap, _ in caps}:
+                    split.append((top, cs))
+                    continue
+                for k in range(mod[1]):
+                    at_cap.add(len(split))
+                    split.append((minus(top, Const(k)), [*cs, settled(Compare(
+                        "==", BinOp("%", minus(top, mod[0]), Const(mod[1])), Const(k)))]))
+            ways = split
         out = []
-        for top, cs in ways:
+        for n, (top, cs) in enumerate(ways):
             facts = []
             if at is not None:
                 value = at
@@ -342,7 +286,7 @@ class Nest(Counts):
                 if mod is not None:
                     exists.append(holds_at(Guard(var, "mod", residues=frozenset({0}), period=mod[1]), minus(at, mod[0])))
             elif mod is not None:  # (a constant residue: the least value >= low of it is at most top)
-                value = minus(top, residue(minus(top, mod[0]), mod[1], inside))
+                value = top if n in at_cap else minus(top, residue(minus(top, mod[0]), mod[1], inside))
                 least = [plus(low, residue(minus(mod[0], low), mod[1], inside)) for low in lowers]
                 exists = [Compare(">=", top, e) if isinstance(e, Const) else Compare(">=", value, low)
                           for e, low in zip(least, lowers)]
@@ -425,32 +369,6 @@ class Nest(Counts):
                                       self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
 
 
-def _offset_equation(ix, iy, var):
-    """x's index over its free index `var` beside fixed names (common indices at y's
-    values, parameters) equals y's: `(a * var + E) % p == G % p` is ("mod", a * (G - E), p),
-    and `a * var + E == G` is ("at", a * (G - E)), for a = +-1; else NotNest."""
-    from semantics.simplify import expr, linear
-
-    ix, iy = simplify(ix), simplify(iy)
-    modular = isinstance(ix, BinOp) and ix.op == "%" and (isinstance(ix.right, Const) and ix.right.value > 0 or not any(
-        isinstance(n, Var) and n.name == var for n in walk_expr(ix.right)))  # (a divisor over parameters: >= 1, check_nest)
-    lin = linear(ix.left if modular else ix)
-    a = lin.pop((Var(var),), 0)
-    rest = expr(lin)
-    if a not in (1, -1) or any(isinstance(n, Var) and n.name == var for n in walk_expr(rest)):
-        raise NotNest("an index of slope other than +-1 beside other names")
-    if not modular:
-        return ("at", simplify(BinOp("*", Const(a), BinOp("-", iy, rest))))
-    p = ix.right.value if isinstance(ix.right, Const) else ix.right
-    if isinstance(iy, BinOp) and iy.op == "%" and simplify(iy.right) == ix.right:
-        target = iy.left
-    elif isinstance(iy, Const) and 0 <= iy.value and (iy.value == 0 or isinstance(p, int) and iy.value < p):
-        target = iy
-    else:
-        raise NotNest("a periodic index against one of another period")
-    return ("mod", simplify(BinOp("*", Const(a), BinOp("-", target, rest))), p)
-
-
 def _capped(top, cap, holds, facts, cs) -> list:
     """[(the largest value, conditions)] of an index at most `top` and at most `cap`,
     where `holds` (the condition `top <= cap`, as its inner index's existence) may go
@@ -469,23 +387,3 @@ def _smaller(a, b, facts, cs) -> list:
     if proves(facts, Compare("<=", b, a)):
         return [(b, cs)]
     return [(simplify(Min(a, b)), cs)]
-
-
-def _shift(fx: Index, fy: Index) -> int | None:
-    """s when fx(u) == fy(w) exactly where u % p == (w + s) % p (p: fx's period), for
-    fx periodic in u and fy periodic in w; else None."""
-    import math
-
-    if fy.a != 0 or fy.range is not None:
-        return None
-    span = math.lcm(fx.p, fy.p)
-    found = None
-    for w in range(span):
-        residues = [r for r in range(fx.p) if fx.base[r] == fy(w)]
-        if len(residues) != 1:
-            return None
-        s = (residues[0] - w) % fx.p
-        if found is not None and s != found:
-            return None
-        found = s
-    return found

@@ -167,6 +167,20 @@ def test_a_cap_one_past_the_last_outer_iteration_with_instances_is_caught(monkey
     assert problems(load(str(ROOT / "tests/data/nest/causal_cap.sync")))
 
 
+class _EveryResidueAtTheCap(nest_mod.Nest):
+    """The stage with a periodic index at a cap always taken one way per residue."""
+
+    split_at_cap = property(lambda self: True, lambda self, value: None)
+
+
+@pytest.mark.parametrize("path", ["tests/data/nest/causal_cap.sync", "tests/data/threshold_cases/causal_guard_outer_tile.sync"])
+@pytest.mark.parametrize("counts", [None, _EveryResidueAtTheCap], ids=["cheaper", "per-residue"])
+def test_a_periodic_index_at_a_cap_is_exact_either_way(path, counts):
+    """`k[j % 2]` at the causal cap: `cap - (cap - j) % 2`, or one piece per residue of
+    `cap - j` (the stage keeps the cheaper); both are the brute-force thresholds."""
+    assert problems(load(str(ROOT / path)), counts=counts) == []
+
+
 def test_a_sum_split_one_iteration_off_is_caught(monkeypatch):
     """Teeth for the sums over a causal range: the then-part of a split sum one iteration
     too long is a wrong count."""
