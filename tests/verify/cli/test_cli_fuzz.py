@@ -315,6 +315,25 @@ def run_cli(argv):
     return status, out.getvalue(), err.getvalue()
 
 
+def run_in_test_folder(files, argv):
+    """run_cli from the test's own folder: a relative path among the odd values (`--out
+    -1`) names a folder there, never one in the repository."""
+    import contextlib
+
+    with contextlib.chdir(files["base"]):
+        return run_cli(argv)
+
+
+def test_a_relative_out_folder_of_a_fuzzed_run_is_made_in_the_test_folder(files):
+    """Regression: the fuzzed runs ran in the caller's folder, and `bench --out -1` left
+    a folder `-1` in the repository."""
+    argv = ["bench", files["tiny.sync"], "--out", "-1"]
+    status, out, err = run_in_test_folder(files, argv)
+    check_outcome(argv, status, out, err)
+    assert (Path(files["base"]) / "-1").is_dir()
+    assert not (ROOT / "-1").exists()
+
+
 def test_every_subcommand_of_the_parser_is_fuzzed():
     """The generic tier reads the subcommands from the parser: today's at least, and the
     hand-written tier names none the parser lacks."""
@@ -327,7 +346,7 @@ def test_every_subcommand_of_the_parser_is_fuzzed():
 @given(data=st.data())
 def test_every_subcommand_with_fuzzed_flags_exits_0_to_3_without_a_traceback(files, data):
     argv = data.draw(fuzzed(files), label="argv")
-    status, out, err = run_cli(argv)
+    status, out, err = run_in_test_folder(files, argv)
     event(f"{argv[0]} exits {status}")
     check_outcome(argv, status, out, err)
 
