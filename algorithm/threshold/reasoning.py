@@ -206,13 +206,17 @@ def _proves(facts: list, claim) -> bool:
 
 def _few_values(facts: list, claim):
     """(v, its values) for a variable v of a product in the claim (`r * H`, non-linear)
-    that the facts place in a constant range of at most 4 values, else None."""
+    that the facts place in a constant range of at most 4 values, else None. At most two
+    such variables in a claim (each value of one leaves the other's products): at most
+    16 proofs, whatever the number of loops."""
     from semantics.simplify import linear
 
     if not isinstance(claim, Compare):
         return None
     names = sorted({a.name for mono in linear(BinOp("-", claim.left, claim.right)) if mono is not None and len(mono) > 1
                     for a in mono if isinstance(a, Var)})
+    if len(names) > 2:
+        return None
     for name in names:
         low = high = None
         for f in facts:
