@@ -85,8 +85,7 @@ class Nest(Counts):
         candidates per value of that index, the largest first."""
         import itertools
 
-        pinned = {s.stmt.var for s in (common if j is None else common[:j]) if isinstance(s.stmt, For)}
-        loops = {l.var: l for l in x.loops}
+        pinned, loops = _pinned(common, j), {l.var: l for l in x.loops}
         read = sorted({n.name for ix in pair[0].indices if isinstance(ix, Range) for e in (ix.lo, ix.hi)
                        for n in walk_expr(e) if isinstance(n, Var) and n.name in loops and n.name not in pinned})
         spans = [(simplify(loops[v].lo), simplify(loops[v].hi)) for v in read]
@@ -103,7 +102,7 @@ class Nest(Counts):
         conditions go (exclusive; one where every choice is decided)."""
         ax, ay = pair
         fixed = fixed or {}
-        pinned = {s.stmt.var for s in (common if j is None else common[:j]) if isinstance(s.stmt, For)} | set(fixed)
+        pinned = _pinned(common, j) | set(fixed)
         loops = {l.var: l for l in x.loops}
         free = [l.var for l in x.loops if l.var not in pinned]  # outermost first
         if fixed:
@@ -157,7 +156,7 @@ class Nest(Counts):
         states = [({v: fixed.get(v, Var(v)) for v in pinned}, conds, [])]
         inners = {inner for inner, _ in joints.values()}
         capped: set = set()  # inner free indices whose outer index took a cap (_caps)
-        if any(v in constraint or v in guards for outer, (inner, _) in joints.items() for v in (outer, inner)):
+        if any(v in constraint or v in guards or v in within for outer, (inner, _) in joints.items() for v in (outer, inner)):
             raise NotNest("a flattened pair of loop indices with an equation or a guard of its own")
         for var in free:
             if var in inners:
@@ -367,6 +366,11 @@ class Nest(Counts):
             lead = self.iterations(loop, Var(loop.var), y_env, engine, start=x_env[loop.var])
         return plus(lead, minus(minus(self.before(stmts, y.trail[start:], y_env, engine),
                                       self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
+
+
+def _pinned(common, j) -> set:
+    """The common loop indices a candidate at level j keeps at y's values (None: all)."""
+    return {s.stmt.var for s in (common if j is None else common[:j]) if isinstance(s.stmt, For)}
 
 
 def _capped(top, cap, holds, facts, cs) -> list:

@@ -181,6 +181,15 @@ def test_a_periodic_index_at_a_cap_is_exact_either_way(path, counts):
     assert problems(load(str(ROOT / path)), counts=counts) == []
 
 
+def test_a_range_bounding_the_inner_index_of_a_flattened_pair_is_left_to_the_later_stages():
+    """Regression: the bound a range put on a flattened pair's inner index was dropped
+    with that index (the pair is one index): an exact-looking wait A >= 2 where T_min is
+    0. Such a program leaves the class."""
+    program = load(str(ROOT / "tests/data/nest/range_on_flattened_inner.sync"))
+    with pytest.raises(Unsupported):
+        nest_mod.plan_nest(program)
+
+
 def test_a_sum_split_one_iteration_off_is_caught(monkeypatch):
     """Teeth for the sums over a causal range: the then-part of a split sum one iteration
     too long is a wrong count."""
