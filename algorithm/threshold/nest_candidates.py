@@ -172,7 +172,7 @@ class Nest(Counts):
             following = []
             for env, cs, fs in states:
                 caps = [c for v in reading for c in self._caps(y, var, loops[v], v == diverging, env, constraint.get(v),
-                                                             guards.get(v, ()), [*inside, *cs], loops)]
+                                                             guards.get(v, ()), [*inside, *cs], loops, within.get(v, ()))]
                 capped |= set(reading) if caps else set()
                 following += [(env | {var: value}, cs + more, fs + facts) for value, more, facts in self._largest(
                     y, loop, largest, env, constraint.get(var), guards.get(var, ()), [*inside, *cs], loops,
@@ -215,7 +215,7 @@ class Nest(Counts):
         outer = {n.name for g in guards if g.bound is not None for n in walk_expr(g.bound)
                  if isinstance(n, Var) and loops and n.name in loops and n.name != var and env.get(n.name) != n}
         if outer and not capped:
-            self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, outer)
+            self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, outer, lows, highs)
         guards = [attrs.evolve(g, bound=simplify(subst(g.bound, env))) if g.bound is not None else g for g in guards]
         lo = simplify(loop.lo)
         ub = minus(Var(var), Const(1)) if diverging else minus(subst(loop.hi, env), Const(1))
@@ -305,26 +305,27 @@ class Nest(Counts):
         return {n.name for g in guards if g.bound is not None for n in walk_expr(g.bound)
                 if isinstance(n, Var) and n.name in loops}
 
-    def _caps(self, y, u, loop, diverging, env, constraint, guards, inside, loops) -> list:
+    def _caps(self, y, u, loop, diverging, env, constraint, guards, inside, loops, within=()) -> list:
         """Upper bounds on the free index u from an inner free index whose guards read it
         (`i >= 16 * j`): none where the inner index has a value at u + 1 wherever it has one
         at u (_check_monotone); else its conditions of existence, each linear in u with a
         negative coefficient (`QT - 1 - 16 * u >= 0`), hold exactly up to `u <= cap`, so u
         takes its largest value up to the least cap. [(cap, the condition at a value)], or
-        NotNest."""
+        NotNest. `within`: the inner index's bounds from ranges, (low, high) pairs."""
         from semantics.simplify import expr, linear
 
+        bounds = [low for low, _ in within], [high for _, high in within]
         if self._reads(guards, loops) - {u} - set(env):
             raise NotNest("a guard over two free loop indices whose inner one may have no value")
         try:
-            self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, {u})
+            self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, {u}, *bounds)
             return []
         except NotNest:
             pass
         sym = Var(f"#{u}")
         ranges = [Compare(">=", sym, subst(loops[u].lo, env)), Compare("<", sym, subst(loops[u].hi, env))]
         ways = self._largest(y, loop, diverging, env | {u: sym}, constraint, guards, [*inside, *ranges], loops,
-                             capped=True)
+                             capped=True, lows=bounds[0], highs=bounds[1])
         if len(ways) != 1:
             raise NotNest("a guard over two free loop indices whose inner one may have no value")
         out = []
@@ -342,11 +343,12 @@ class Nest(Counts):
                         lambda value, c=c: subst(c, {sym.name: value})))
         return out
 
-    def _check_monotone(self, y, loop, diverging, env, constraint, guards, inside, loops, outer):
+    def _check_monotone(self, y, loop, diverging, env, constraint, guards, inside, loops, outer, lows=(), highs=()):
         symbols = {v: Var(f"#{v}") for v in sorted(outer)}
         ranges = [c for v, sym in symbols.items() for c in (Compare(">=", sym, subst(loops[v].lo, env)),
                                                              Compare("<", sym, subst(loops[v].hi, env)))]
-        ways = self._largest(y, loop, diverging, env | symbols, constraint, guards, [*inside, *ranges])
+        ways = self._largest(y, loop, diverging, env | symbols, constraint, guards, [*inside, *ranges], lows=lows,
+                             highs=highs)
         for _, conds, _ in ways:
             for sym in symbols.values():
                 step = {sym.name: plus(sym, Const(1))}
