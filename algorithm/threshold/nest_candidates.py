@@ -97,9 +97,10 @@ class Nest(Counts):
             out += self._candidates(x, y, pair, engine, depth, common, j, dict(zip(read, map(Const, values))))
         return out
 
-    def _candidates(self, x: Site, y: Site, pair, engine, depth, common, j, fixed=None) -> list[Candidate]:
+    def _candidates(self, x: Site, y: Site, pair, engine, depth, common, j, fixed=None, case=None) -> list[Candidate]:
         """The candidate at level j (None: the same iterations), as the ways its
-        conditions go (exclusive; one where every choice is decided)."""
+        conditions go (exclusive; one where every choice is decided). `case`: (dimension,
+        (condition, equation)) taken for an index equation of several cases."""
         ax, ay = pair
         fixed = fixed or {}
         pinned = _pinned(common, j) | set(fixed)
@@ -110,7 +111,7 @@ class Nest(Counts):
                                                 else subst(ix, fixed) for ix in ax.indices))
         diverging = None if j is None else common[j].stmt.var
         conds, constraint, joints, within = [], {}, {}, {}
-        for ix, iy in zip(ax.indices, ay.indices):
+        for dim, (ix, iy) in enumerate(zip(ax.indices, ay.indices)):
             if isinstance(ix, Range) or isinstance(iy, Range):
                 found = range_equation(self, x, y, ix, iy, pinned, loops)
                 if found is None:
@@ -137,6 +138,14 @@ class Nest(Counts):
             y_names = {n.name for n in walk_expr(iy) if isinstance(n, Var)}
             plain = names == {var} and len(y_names) <= 1 and y_names <= {l.var for l in y.loops}
             new = equation(self, ix, iy, var) if plain else offset_equation(ix, iy, var)
+            if isinstance(new, tuple) and new[0] == "cases":  # (one set of candidates per case)
+                if case is None:
+                    return [c for way in new[1] for c in self._candidates(x, y, pair, engine, depth, common, j, fixed,
+                                                                          (dim, way))]
+                if case[0] != dim:
+                    raise NotNest("two index equations of several cases")
+                conds.append(case[1][0])
+                new = case[1][1]
             if new is None:
                 return []
             if new == "any":

@@ -67,13 +67,19 @@ def pinned_equation(nest, ix, iy, names: set):
 
 def equation(nest, ix, iy, var):
     """x's index over its free index `var` equals y's: ("mod", r, p) (var % p == r %
-    p), ("at", e) (var == e), "any" (always), None (never), or NotNest."""
+    p), ("at", e) (var == e), "any" (always), None (never), ("cases", [(condition over
+    y's indices, one of those), ...]) (x's index periodic, y's of slope other than 0: one
+    case per value x's index takes, `k == v`), or NotNest."""
     fx = nest.index(ix, var)
     y_names = [n.name for n in walk_expr(iy) if isinstance(n, Var)]
     y_var = y_names[0] if y_names else None
     if fx.a == 0:
         if y_var is not None:
-            shift = _shift(fx, nest.index(iy, y_var))
+            fy = nest.index(iy, y_var)
+            shift = _shift(fx, fy)
+            if shift is None and fy.a != 0 and fy.range is None:
+                return ("cases", [(settled(Compare("==", iy, Const(v))), ("mod", Const(r), fx.p))
+                                  for v, r in _values(fx)])
             if shift is None:
                 raise NotNest("periodic indices that meet at some residues only")
             return ("mod", simplify(BinOp("+", Var(y_var), Const(shift))) if shift else Var(y_var), fx.p)
@@ -89,6 +95,17 @@ def equation(nest, ix, iy, var):
     if fx.p == 1 and fx.a in (1, -1):
         return ("at", simplify(BinOp("*", Const(fx.a), BinOp("-", iy, Const(fx.base[0])))))
     raise NotNest("an index of slope other than +-1")
+
+def _values(fx: Index) -> list:
+    """[(value, its one residue)] of a periodic index, or NotNest where a value has
+    several residues."""
+    out: dict = {}
+    for r in range(fx.p):
+        if fx.base[r] in out:
+            raise NotNest("an index equation with several residues")
+        out[fx.base[r]] = r
+    return sorted(out.items())
+
 
 def offset_equation(ix, iy, var):
     """x's index over its free index `var` beside fixed names (common indices at y's

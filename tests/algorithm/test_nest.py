@@ -46,6 +46,8 @@ FLATTENED = ["tests/data/threshold_cases/flat_index_double_buffer.sync", "tests/
 # small constant loop (`s[r * H..(r + 1) * H]` for r in 0..2).
 CAUSAL = ["tests/data/nest/causal_cap.sync", "tests/data/threshold_cases/causal_guard_outer_tile.sync",
           "tests/data/threshold_cases/symbolic_coefficient_range.sync"]
+# A periodic slot against a plain index (`a[i % 2]` against `a[k]`): one case per value.
+PERIODIC_AGAINST_POINT = ["tests/data/nest/periodic_against_point.sync"]
 # Regressions: bugs the stage had, each a kernel of its own.
 REGRESSIONS = ["tests/data/nest/empty_range_writer.sync", "tests/data/nest/causal_guard_range_bound.sync"]
 # Taken too, with more parameters than brute force affords here (their outputs are judged
@@ -66,7 +68,8 @@ def problems(program, counts=None, hi: int = 3) -> list[str]:
     return found + ([] if verdict == oracle.BISIMILAR else [f"output: {verdict}"])
 
 
-@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED + CAUSAL + REGRESSIONS)
+@pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED + CAUSAL + PERIODIC_AGAINST_POINT
+                         + REGRESSIONS)
 def test_kernels_in_the_nest_class_are_planned_exactly(path):
     program = load(str(ROOT / path))
     entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
@@ -188,6 +191,21 @@ def test_a_range_bounding_the_inner_index_of_a_flattened_pair_is_left_to_the_lat
     program = load(str(ROOT / "tests/data/nest/range_on_flattened_inner.sync"))
     with pytest.raises(Unsupported):
         nest_mod.plan_nest(program)
+
+
+def test_a_periodic_slot_against_a_plain_index_with_a_case_missing_is_caught(monkeypatch):
+    """Teeth for PERIODIC_AGAINST_POINT: only the first value's case (`k == 0`) leaves the
+    reader of `a[1]` without its wait."""
+    from algorithm.threshold import nest_candidates
+
+    real = nest_candidates.equation
+
+    def first_case(*args):
+        found = real(*args)
+        return ("cases", found[1][:1]) if isinstance(found, tuple) and found[0] == "cases" else found
+
+    monkeypatch.setattr(nest_candidates, "equation", first_case)
+    assert problems(load(str(ROOT / PERIODIC_AGAINST_POINT[0])))
 
 
 def test_a_sum_split_one_iteration_off_is_caught(monkeypatch):
