@@ -32,12 +32,17 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
     that never exist together (exclusive conditions) need no order. A topological order
     of what bounds decide, ties by level and then as given. Two of one level and one
     condition that bounds do not order are one candidate, the smaller of their gaps
-    (`count(F) - min(B1, B2)`: whichever is later where both exist)."""
+    (`count(F) - min(B1, B2)`: whichever is later where both exist). Two of one level
+    and other conditions A, B that bounds do not order get a third before them, of
+    condition `A and B` and the smaller gap: after it, at most one of them exists."""
     cands = _joined(cands, domain)
+    cands, apart = _both(cands, domain, lowers)
     before: dict = {k: set() for k in range(len(cands))}  # k comes after each of these
     for i, a in enumerate(cands):
         for k in range(i + 1, len(cands)):
             b = cands[k]
+            if (id(a), id(b)) in apart or (id(b), id(a)) in apart:
+                continue
             if a.key != b.key:
                 first, then = (i, k) if a.key > b.key else (k, i)
             elif a.gap == b.gap or \
@@ -61,6 +66,27 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
         out.append(cands[k])
         placed.add(k)
     return out
+
+
+def _both(cands: list[Candidate], domain: list, lowers: dict):
+    """(the candidates, with one `A and B` candidate of the smaller gap for each two of
+    one level whose conditions may hold together and whose gaps bounds do not order
+    there; the pairs so covered, by identity: they need no order of their own)."""
+    from semantics.ir import Min
+
+    extra, apart = [], set()
+    for i, a in enumerate(cands):
+        for b in cands[i + 1:]:
+            if a.key != b.key or a.condition == b.condition or a.gap == b.gap or \
+                    contradictory([*conjuncts(a.condition), *conjuncts(b.condition)], domain, lowers):
+                continue
+            facts = [*domain, a.condition, b.condition, *a.facts, *b.facts]
+            if proves(facts, Compare("<=", a.gap, b.gap)) or proves(facts, Compare("<=", b.gap, a.gap)):
+                continue
+            extra.append(attrs.evolve(a, condition=conjunction(a.condition, b.condition),
+                                      gap=simplify(Min(a.gap, b.gap)), facts=(*a.facts, *b.facts)))
+            apart.add((id(a), id(b)))
+    return extra + cands, apart
 
 
 def _joined(cands: list[Candidate], domain: list) -> list[Candidate]:

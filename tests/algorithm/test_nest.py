@@ -48,6 +48,8 @@ CAUSAL = ["tests/data/nest/causal_cap.sync", "tests/data/threshold_cases/causal_
           "tests/data/threshold_cases/symbolic_coefficient_range.sync"]
 # A periodic slot against a plain index (`a[i % 2]` against `a[k]`): one case per value.
 PERIODIC_AGAINST_POINT = ["tests/data/nest/periodic_against_point.sync"]
+# Two producers of one level whose order depends on the point (`A and B` first).
+TIED = ["tests/data/nest/tied_producers.sync"]
 # Regressions: bugs the stage had, each a kernel of its own.
 REGRESSIONS = ["tests/data/nest/empty_range_writer.sync", "tests/data/nest/causal_guard_range_bound.sync"]
 # Taken too, with more parameters than brute force affords here (their outputs are judged
@@ -69,7 +71,7 @@ def problems(program, counts=None, hi: int = 3) -> list[str]:
 
 
 @pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED + CAUSAL + PERIODIC_AGAINST_POINT
-                         + REGRESSIONS)
+                         + TIED + REGRESSIONS)
 def test_kernels_in_the_nest_class_are_planned_exactly(path):
     program = load(str(ROOT / path))
     entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
@@ -206,6 +208,24 @@ def test_a_periodic_slot_against_a_plain_index_with_a_case_missing_is_caught(mon
 
     monkeypatch.setattr(nest_candidates, "equation", first_case)
     assert problems(load(str(ROOT / PERIODIC_AGAINST_POINT[0])))
+
+
+def test_tied_producers_waiting_for_the_earlier_of_the_two_is_caught(monkeypatch):
+    """Teeth for TIED: where both producers' instances exist, the later one (the smaller
+    gap) is the last conflicting one; the larger gap is a wait too short."""
+    import attrs
+    from semantics.ir import Max
+
+    from algorithm.threshold import nest_pieces
+
+    real = nest_pieces._both
+
+    def earlier(cands, domain, lowers):
+        out, apart = real(cands, domain, lowers)
+        return [attrs.evolve(c, gap=Max(c.gap.left, c.gap.right)) if c not in cands else c for c in out], apart
+
+    monkeypatch.setattr(nest_pieces, "_both", earlier)
+    assert problems(load(str(ROOT / TIED[0])))
 
 
 def test_a_sum_split_one_iteration_off_is_caught(monkeypatch):
