@@ -326,15 +326,10 @@ class Nest(Counts):
         bounds = [low for low, _ in within], [high for _, high in within]
         if self._reads(guards, loops) - {u} - set(env):
             raise NotNest("a guard over two free loop indices whose inner one may have no value")
-        try:
-            self._check_monotone(y, loop, diverging, env, constraint, guards, inside, loops, {u}, *bounds)
+        symbols, ranges, ways = self._symbolic(y, loop, diverging, env, constraint, guards, inside, loops, {u}, *bounds)
+        if self._monotone(env, inside, loops, symbols, ranges, ways):
             return []
-        except NotNest:
-            pass
-        sym = Var(f"#{u}")
-        ranges = [Compare(">=", sym, subst(loops[u].lo, env)), Compare("<", sym, subst(loops[u].hi, env))]
-        ways = self._largest(y, loop, diverging, env | {u: sym}, constraint, guards, [*inside, *ranges], loops,
-                             capped=True, lows=bounds[0], highs=bounds[1])
+        sym = symbols[u]
         if len(ways) != 1:
             raise NotNest("a guard over two free loop indices whose inner one may have no value")
         out = []
@@ -353,17 +348,31 @@ class Nest(Counts):
         return out
 
     def _check_monotone(self, y, loop, diverging, env, constraint, guards, inside, loops, outer, lows=(), highs=()):
+        symbols, ranges, ways = self._symbolic(y, loop, diverging, env, constraint, guards, inside, loops, outer, lows,
+                                               highs)
+        if not self._monotone(env, inside, loops, symbols, ranges, ways):
+            raise NotNest("a guard over two free loop indices whose inner one may have no value")
+
+    def _symbolic(self, y, loop, diverging, env, constraint, guards, inside, loops, outer, lows=(), highs=()):
+        """(symbols, their ranges, the ways of `_largest`) of the inner index with the
+        enclosing free indices `outer` symbolic (`#j`)."""
         symbols = {v: Var(f"#{v}") for v in sorted(outer)}
         ranges = [c for v, sym in symbols.items() for c in (Compare(">=", sym, subst(loops[v].lo, env)),
                                                              Compare("<", sym, subst(loops[v].hi, env)))]
         ways = self._largest(y, loop, diverging, env | symbols, constraint, guards, [*inside, *ranges], lows=lows,
                              highs=highs)
+        return symbols, ranges, ways
+
+    @staticmethod
+    def _monotone(env, inside, loops, symbols, ranges, ways) -> bool:
+        """Whether each way's conditions, holding at a symbolic index, hold at it plus one."""
         for _, conds, _ in ways:
             for sym in symbols.values():
                 step = {sym.name: plus(sym, Const(1))}
                 where = [*inside, *ranges, *conds, Compare("<", plus(sym, Const(1)), subst(loops[sym.name[1:]].hi, env))]
                 if not all(proves(where, settled(subst(c, step))) for c in conds):
-                    raise NotNest("a guard over two free loop indices whose inner one may have no value")
+                    return False
+        return True
 
     def _gap(self, x: Site, y: Site, engine, depth, common, j, x_env):
         """B: the F-instances strictly between x at `x_env` and y."""

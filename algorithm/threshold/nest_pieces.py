@@ -68,6 +68,11 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
     return out
 
 
+def _ordered(facts: list, g, h) -> bool:
+    """Whether bounds order two gaps under the facts (either way)."""
+    return proves(facts, Compare("<=", g, h)) or proves(facts, Compare("<=", h, g))
+
+
 def _both(cands: list[Candidate], domain: list, lowers: dict):
     """(the candidates, with one `A and B` candidate of the smaller gap for each two of
     one level whose conditions may hold together and whose gaps bounds do not order
@@ -81,7 +86,7 @@ def _both(cands: list[Candidate], domain: list, lowers: dict):
                     contradictory([*conjuncts(a.condition), *conjuncts(b.condition)], domain, lowers):
                 continue
             facts = [*domain, a.condition, b.condition, *a.facts, *b.facts]
-            if proves(facts, Compare("<=", a.gap, b.gap)) or proves(facts, Compare("<=", b.gap, a.gap)):
+            if _ordered(facts, a.gap, b.gap):
                 continue
             extra.append(attrs.evolve(a, condition=conjunction(a.condition, b.condition),
                                       gap=simplify(Min(a.gap, b.gap)), facts=(*a.facts, *b.facts)))
@@ -113,8 +118,7 @@ def _joined(cands: list[Candidate], domain: list) -> list[Candidate]:
             if any(k.gap == g.gap or proves(facts, Compare("<=", k.gap, g.gap)) for k in kept):
                 continue  # (an instance no later than one kept)
             kept = [k for k in kept if not proves(facts, Compare("<=", g.gap, k.gap))] + [g]
-        if len(kept) == 1 or all(proves(facts, Compare("<=", a.gap, b.gap)) or proves(facts, Compare("<=", b.gap, a.gap))
-                                 for a in kept for b in kept):
+        if len(kept) == 1 or all(_ordered(facts, a.gap, b.gap) for a in kept for b in kept):
             out += group  # (ordered by bounds: _later_first's order)
             continue
         gap = kept[0].gap
