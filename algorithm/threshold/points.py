@@ -57,32 +57,46 @@ def spread_valuations(program: Program, options):
 def instances(y: Site, env: dict[str, int], budget: list[int], compiled=None):
     """y's instances at one valuation (environments binding its loop variables), in
     program order, while `budget[0]` lasts. `compiled`: semantics.compiled's `compiler()`
-    for the loop bounds and guards (their values are eval_expr's, several times faster)."""
-    trail = y.trail[:-1]
+    for the loop bounds and guards (their values are eval_expr's, several times faster).
+    Every instance is the same two dicts (env, iters), updated in place: a caller reads
+    them before it asks for the next instance (one loop, no frame per level)."""
     compiled = compiled or compiler()
-
-    def go(depth: int, env: dict, iters: dict):
-        if budget[0] <= 0:
-            return
-        if depth == len(trail):
-            budget[0] -= 1
-            yield env, iters
-            return
-        step = trail[depth]
+    levels = []  # per step of the trail: (loop variable, lo, hi) or (None, guard, branch)
+    for step in y.trail[:-1]:
         stmt = step.stmt
         if isinstance(stmt, For):
-            lo, hi = compiled(stmt.lo)(env), compiled(stmt.hi)(env)
-            for v in range(lo, hi):
-                if budget[0] <= 0:
-                    return
-                yield from go(depth + 1, {**env, stmt.var: v}, {**iters, stmt.var: v - lo})
-        elif compiled(stmt.cond, True)(env) == step.branch:
-            yield from go(depth + 1, env, iters)
-
-    try:
-        yield from go(0, env, {})
-    finally:
-        del go  # a recursive closure is a reference cycle
+            levels.append((stmt.var, compiled(stmt.lo), compiled(stmt.hi)))
+        else:
+            levels.append((None, compiled(stmt.cond, True), step.branch))
+    env, iters = dict(env), {}
+    count, depth = len(levels), 0
+    pending: list = [None] * count  # per level entered: its remaining values
+    lows: list = [0] * count  # per loop level: its lower bound
+    while depth >= 0 and budget[0] > 0:
+        if depth == count:  # an instance
+            budget[0] -= 1
+            yield env, iters
+            depth -= 1
+            continue
+        var, first, second = levels[depth]
+        if pending[depth] is None:  # entering the level
+            if var is None:  # a guard: passed through once, or back up
+                if first(env) == second:
+                    pending[depth] = iter(())
+                    depth += 1
+                else:
+                    depth -= 1
+                continue
+            lows[depth] = first(env)
+            pending[depth] = iter(range(lows[depth], second(env)))
+        value = next(pending[depth], None)
+        if value is None:  # the level is done
+            pending[depth] = None
+            depth -= 1
+        else:
+            env[var] = value
+            iters[var] = value - lows[depth]
+            depth += 1
 
 
 class Parts:
@@ -135,10 +149,17 @@ def sample_cover(program: Program, y: Site, target, parts, options, compiled_by_
     parts = parts if isinstance(parts, Parts) else Parts(parts)
     target_f = fn(target)
     chosen: list[int] = []
+    tests: list = []  # per part read: its condition's evaluator and its guaranteed count's
 
     def covers(k, env, iters, t) -> bool:
-        c, g = parts.get(k)
-        return fn(c, True)(env, iters) and fn(g)(env, iters) >= t
+        while len(tests) <= k:
+            tests.append([fn(parts.get(len(tests))[0], True), None])
+        test = tests[k]
+        if not test[0](env, iters):
+            return False
+        if test[1] is None:  # (compiled when a point meets the condition: most never do)
+            test[1] = fn(parts.get(k)[1])
+        return test[1](env, iters) >= t
 
     def first_cover(env, iters, t):
         k = 0
