@@ -22,6 +22,7 @@ class Counts:
         self.program, self.sites, self.conflicts = program, found, conflicts
         self._n: dict = {}
         self._before_y: dict = {}
+        self._sums: dict = {}  # (body, start, stop, the loop's lower bound) -> its sum
         self.params = param_bounds(program.params)
         self.param_names = frozenset(p.name for p in program.params)
         self.guards = {name: _guards(site) for name, site in found.items()}
@@ -79,7 +80,10 @@ class Counts:
         are over y's names, which may be the loop's own: the sum runs over a fresh one."""
         body = subst(self.instances(loop.body, engine), {**env, loop.var: Var(SUMMED)})
         start = loop.lo if start is None else start
-        return _summed(body, start, upto, [*self.params, Compare(">=", Var(SUMMED), loop.lo)])
+        key = (body, start, upto, loop.lo)  # (the same sums recur across candidates and pieces)
+        if key not in self._sums:
+            self._sums[key] = _summed(body, start, upto, [*self.params, Compare(">=", Var(SUMMED), loop.lo)])
+        return self._sums[key]
 
     def before(self, stmts, steps, env: dict, engine: str):
         """F-instances of the statements' execution before the point `steps` leads to,

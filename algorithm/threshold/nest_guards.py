@@ -14,6 +14,7 @@ where a piece's conditions tell which way they go (`decided`).
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -127,10 +128,17 @@ def decided(value, facts: list, by_bounds: bool = True):
     """The value with each `if`-expression whose condition bounds decide under the facts
     replaced by its branch, and each `min`/`max` they decide by its side (the others kept);
     `by_bounds=False`: only conditions among the facts, or negated there, decided."""
-    from semantics.ir import map_expr
-
     if not any(isinstance(n, (IfExpr, Min, Max)) for n in walk_expr(value)):
         return value
+    return _decided(value, tuple(facts), by_bounds)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _decided(value, facts: tuple, by_bounds: bool):
+    """`decided`, remembered (a pure function of its IR arguments, as `proves` is: the
+    stage asks it again across candidates and pieces)."""
+    from semantics.ir import map_expr
+
     known = {settled(f) for f in facts}
 
     def decide(n):
