@@ -31,7 +31,7 @@ from math import floor, gcd
 
 from semantics.errors import SyncproofError
 from semantics.evaluate import eval_cond
-from semantics.ir import And, BinOp, Compare, Const, Count, Iters, Max, Min, Not, Or, Var, map_expr, walk_expr
+from semantics.ir import And, BinOp, Compare, Const, Count, Iters, Max, Min, Not, Or, Var, expr_children, map_expr, walk_expr
 from semantics.simplify import cond as simplify_cond, folded, linear
 
 PROOF_STEPS = 64  # eliminations tried per claim
@@ -334,10 +334,18 @@ def _refuted(conds, facts: list, claim) -> bool:
         for mono in form:
             if mono is not None and len(mono) == 1 and isinstance(mono[0], Var) and mono[0].name not in names:
                 names.append(mono[0].name)
-    for node in (*conds, claim):
-        for sub in walk_expr(node):
-            if isinstance(sub, Var) and sub.name not in names:
+    seen: set = set()  # (by identity: a large claim shares its sub-terms, a tree walk repeats them)
+    stack = list(reversed((*conds, claim)))
+    while stack:
+        sub = stack.pop()
+        if id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        if isinstance(sub, Var):
+            if sub.name not in names:
                 names.append(sub.name)
+        else:
+            stack.extend(reversed(expr_children(sub)))
     ranges = _Ranges(names, facts)
     return any(point is not None and refutes_at(conds, claim, point) for point in map(ranges.point, CHOICES))
 
