@@ -121,8 +121,19 @@ checkpoint: list[Callable[[str], None]] = [lambda stage: None]
 
 
 def plan(program: Program, options: PlannerOptions, stats) -> object:
-    """The first stage's result that plans `program`. `stats(program, **fields)` makes
-    the strategy's statistics (the registry's SyncStats)."""
+    """The first stage's result that plans `program`, its dead statements taken out
+    first and put back without waits (live.py). `stats(program, **fields)` makes the
+    strategy's statistics (the registry's SyncStats)."""
+    from algorithm.threshold.live import live_program, restored
+
+    live = live_program(program)
+    if live is None:
+        return _first_stage(program, options, stats)
+    synced, fields = _first_stage(live.program, options, lambda synced, **fields: (synced, fields))
+    return stats(restored(program, live, synced), **fields)
+
+
+def _first_stage(program: Program, options: PlannerOptions, stats) -> object:
     for name in options.stages:
         checkpoint[0](f"threshold stage '{name}'")
         result = STAGES[name](program, options, stats)
