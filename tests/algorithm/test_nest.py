@@ -301,9 +301,18 @@ def test_teeth_an_instance_counted_as_completed_too_early_is_caught(monkeypatch)
 
 def test_an_op_that_never_runs_keeps_no_wait():
     """Regression (tests/data/nest/never_run_reader.sync): the reader under a guard no
-    valuation satisfies kept its wait; only the reader after the loop waits."""
-    result = get_strategy("threshold")(load(str(ROOT / "tests/data/nest/never_run_reader.sync")))
-    assert result.stats.waits == 1 and result.stats.dropped_redundant == 1
+    valuation satisfies kept its wait; only the reader after the loop waits. The dead
+    code pass takes the reader out first; the nest stage's redundancy proofs alone drop
+    its wait too (a guard bounds cannot refute reaches them)."""
+    from semantics.ir import Op, walk_stmts
+    from algorithm.threshold.options import PlannerOptions
+
+    program = load(str(ROOT / "tests/data/nest/never_run_reader.sync"))
+    result = get_strategy("threshold")(program)
+    waits = {op.name: op.waits for op in walk_stmts(result.program.body) if isinstance(op, Op)}
+    assert result.stats.waits == 1 and waits["last"] and not waits["r"]
+    entries, _, dropped = nest_mod.sync_nest(program, PlannerOptions())
+    assert [e.op for e in entries] == ["last"] and dropped == 1
 
 
 # ---------------------------------------------------------------- generated nests
