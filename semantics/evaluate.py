@@ -72,6 +72,69 @@ def eval_cond(node, env: Mapping[str, int], iters: Mapping[str, int] | None = No
     raise TypeError(f"not a condition: {node!r}")
 
 
+def shared_evaluation(env: Mapping[str, int], iters: Mapping[str, int] | None = None):
+    """(expression evaluator, condition evaluator) at one point, each distinct sub-term
+    (by identity) evaluated once: `eval_expr` and `eval_cond` on a large term whose
+    sub-terms are shared (a tree walk repeats them). The same values and errors, in the
+    same order (an `if` evaluates its condition, then the branch it takes)."""
+    memo: dict = {}
+
+    def expr(node) -> int:
+        hit = memo.get(id(node))
+        if hit is not None and hit[0] is node:  # (the node itself: an id outlives a freed node)
+            return hit[1]
+        match node:
+            case Const() | Var() | Iters() | Count():
+                value = eval_expr(node, env, iters)
+            case BinOp(op=op, left=a, right=b):
+                x, y = expr(a), expr(b)
+                match op:
+                    case "+":
+                        value = x + y
+                    case "-":
+                        value = x - y
+                    case "*":
+                        value = x * y
+                    case "//" | "%":
+                        if y == 0:
+                            raise EvalError(f"division by zero ('{op}' with a right operand of 0)", node.op_loc or node.loc)
+                        value = x // y if op == "//" else x % y
+                    case _:
+                        raise ValueError(f"unknown operator {op!r}")
+            case Neg(operand=a):
+                value = -expr(a)
+            case Min(left=a, right=b):
+                value = min(expr(a), expr(b))
+            case Max(left=a, right=b):
+                value = max(expr(a), expr(b))
+            case IfExpr(cond=c, then=a, else_=b):
+                value = expr(a if cond(c) else b)
+            case _:
+                raise TypeError(f"not an integer expression: {node!r}")
+        memo[id(node)] = (node, value)
+        return value
+
+    def cond(node) -> bool:
+        hit = memo.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        match node:
+            case Compare(op=op, left=a, right=b):
+                value = _COMPARE[op](expr(a), expr(b))
+            case And(left=a, right=b):
+                value = cond(a) and cond(b)
+            case Or(left=a, right=b):
+                value = cond(a) or cond(b)
+            case Not(operand=a):
+                value = not cond(a)
+            case _:
+                raise TypeError(f"not a condition: {node!r}")
+        memo[id(node)] = (node, value)
+        return value
+
+    return expr, cond
+
+
 def _arithmetic_ops(node, inner: tuple) -> int:
     if not inner:  # a literal or a name
         return 0

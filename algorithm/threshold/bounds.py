@@ -30,7 +30,7 @@ from fractions import Fraction
 from math import floor, gcd
 
 from semantics.errors import SyncproofError
-from semantics.evaluate import eval_cond
+from semantics.evaluate import shared_evaluation
 from semantics.ir import And, BinOp, Compare, Const, Count, Iters, Max, Min, Not, Or, Var, expr_children, map_expr, walk_expr
 from semantics.simplify import cond as simplify_cond, folded, linear
 
@@ -356,8 +356,9 @@ def refutes_at(conds, claim, env: dict, iters: dict | None = None) -> bool:
     semantics/symbolic.py encodes them for Z3): a model of the query Z3 would be asked. A
     point where some term is undefined (a name it does not bind, a division by zero)
     decides nothing."""
+    _, holds = shared_evaluation(env, iters)  # (a large claim shares sub-terms: each evaluated once)
     try:
-        return not eval_cond(claim, env, iters) and all(eval_cond(c, env, iters) for c in conds)
+        return not holds(claim) and all(holds(c) for c in conds)
     except (SyncproofError, KeyError, ArithmeticError, TypeError):
         return False
 

@@ -50,8 +50,8 @@ from algorithm.threshold.context import (  # noqa: F401
 from algorithm.threshold.cases import piecewise_cases
 from algorithm.threshold.counting import Unsupported
 from algorithm.threshold.thresholds import (  # noqa: F401
-    candidate_count, closed_iters, count_before_y, counted_form, later_producers_first, max_of, never_before,
-    operators, tidied, tidy_threshold,
+    candidate_count, closed_iters, count_before_y, counted_form, every_earlier_instance_conflicts,
+    later_producers_first, max_of, never_before, operators, tidied, tidy_threshold,
 )
 from semantics.printer import print_expr
 from semantics.simplify import simplify
@@ -166,7 +166,11 @@ def plan_thresholds(program: Program, conflicts=conflicting_pairs, options=None,
                     continue  # no producer precedes y
                 threshold = plain = max_of(part for _, part in parts)
                 exact = True
-            threshold = tidied(ctx, y, facts, threshold)
+            # Where every earlier F-instance conflicts, count(F) is the exact threshold
+            # (counted_form) unless the closed form tidies to a bare name: a tenth of
+            # the tidying budget settles that.
+            register = exact and ctx.options.count_registers and every_earlier_instance_conflicts(ctx, y, targets)
+            threshold = tidied(ctx, y, facts, threshold, ctx.options.tidy_rlimit // 10 if register else None)
             if exact and "max(" in print_expr(threshold) and (chain := later_producers_first(parts)) != plain:
                 # A max Z3 did not resolve: the chain (later_producers_first) has none, and
                 # is kept when it tidies to less run-time arithmetic. Not tidied always:

@@ -348,12 +348,12 @@ def _push_into_branches(t):
     return IfExpr(ite.cond, simplify(BinOp("+", rest, scale(ite.then))), simplify(BinOp("+", rest, scale(ite.else_))))
 
 
-def tidied(ctx, y: Site, facts, threshold):
-    """The threshold simplified under the facts at y, with at most the options'
-    `tidy_rlimit` Z3 units spent on it (a rewrite it cannot afford is skipped: the
-    threshold stays equal, with more arithmetic)."""
+def tidied(ctx, y: Site, facts, threshold, units: int | None = None):
+    """The threshold simplified under the facts at y, with at most `units` Z3 units
+    (default: the options' `tidy_rlimit`) spent on it (a rewrite it cannot afford is
+    skipped: the threshold stays equal, with more arithmetic)."""
     threshold = closed_iters(ctx, y, threshold)
-    with ctx.session.capped(ctx.options.tidy_rlimit):
+    with ctx.session.capped(ctx.options.tidy_rlimit if units is None else units):
         return tidy_threshold(threshold, iters_facts(ctx, y, facts, threshold))
 
 

@@ -1,5 +1,7 @@
-"""Compiled expressions (semantics/compiled.py) give exactly what the tree-walking
-evaluator gives: the same value, or the same EvalError at the same location."""
+"""Compiled expressions (semantics/compiled.py), and the evaluation that takes each
+shared sub-term once (semantics/evaluate.py `shared_evaluation`), give exactly what the
+tree-walking evaluator gives: the same value, or the same EvalError at the same
+location."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from hypothesis import strategies as st
 
 from semantics.compiled import compile_expr, compiler
 from semantics.errors import EvalError
-from semantics.evaluate import eval_cond, eval_expr
-from semantics.ir import BinOp, Const, Iters, Var
+from semantics.evaluate import eval_cond, eval_expr, shared_evaluation
+from semantics.ir import BinOp, Compare, Const, IfExpr, Iters, Var
 from verify.search.generators import conditions, expressions
 
 NAMES = ("N", "i")
@@ -35,6 +37,28 @@ def test_expressions_evaluate_alike(expr, env, counts):
 @given(conditions(NAMES, ITERS), envs, iters)
 def test_conditions_evaluate_alike(cond, env, counts):
     assert outcome(compile_expr(cond, cond=True), env, counts) == outcome(eval_cond, cond, env, counts)
+
+
+def _sharing(e, c):
+    """A term over e and c that holds each of them several times (one object each)."""
+    twice = BinOp("+", e, BinOp("*", e, Const(2)))
+    return IfExpr(c, twice, BinOp("-", e, IfExpr(c, e, twice)))
+
+
+@given(expressions(NAMES, ITERS), conditions(NAMES, ITERS), envs, iters)
+def test_shared_evaluation_is_the_tree_walk(expr, cond, env, counts):
+    for term in (expr, _sharing(expr, cond)):
+        assert outcome(shared_evaluation(env, counts)[0], term) == outcome(eval_expr, term, env, counts)
+    claim = Compare("<", _sharing(expr, cond), expr)
+    assert outcome(shared_evaluation(env, counts)[1], claim) == outcome(eval_cond, claim, env, counts)
+
+
+def test_shared_evaluation_takes_a_shared_sub_term_once():
+    """Teeth: 30 levels of `e + e` over one object: a tree walk visits 2 ** 30 leaves."""
+    term = Var("N")
+    for _ in range(30):
+        term = BinOp("+", term, term)
+    assert shared_evaluation({"N": 1})[0](term) == 2 ** 30
 
 
 def test_errors_and_deep_trees_are_the_evaluators():
