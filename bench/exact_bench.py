@@ -14,7 +14,8 @@ increments, `if`/`else` on affine conditions, triangular and `min`/`max` loop bo
 parameter lower bounds; the summary also counts the kernels exercising each feature.
 
 Each kernel gets `timeout` seconds of CPU time (not wall time: the machine is shared; a
-kernel over it is listed, not counted as exact). With --out, every kernel with a
+kernel over it is listed, not counted as exact). The summary also gives how many kernels
+took over 0.1 s and over 1 s of CPU to plan, and the five slowest. With --out, every kernel with a
 conservative wait, a fallback or a timeout is written to DIR as a .sync file.
 """
 
@@ -104,8 +105,10 @@ def main() -> int:
     kinds: Counter = Counter()
     cases = []
     cpu_start, wall_start = time.process_time(), time.perf_counter()
+    per_kernel = []  # (CPU seconds, kernel number)
     for n, program in enumerate(programs):
         signal.setitimer(signal.ITIMER_PROF, args.timeout)
+        began = time.process_time()
         try:
             stats = get_strategy("threshold")(program).stats
         except _Timeout:
@@ -114,6 +117,7 @@ def main() -> int:
             continue
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
+            per_kernel.append((time.process_time() - began, n))
         if stats.fallback:
             kinds["fallback"] += 1
             cases.append({"kernel": n, "kind": "fallback", "notes": list(stats.notes), "text": print_program(program)})
@@ -132,6 +136,8 @@ def main() -> int:
         "exact_share": round(1 - conservative / waits, 5) if waits else 1.0, "kernel_kinds": dict(kinds),
         "cpu_seconds": round(time.process_time() - cpu_start, 1),
         "seconds": round(time.perf_counter() - wall_start, 1),
+        "over_0.1_s": sum(1 for t, _ in per_kernel if t > 0.1), "over_1_s": sum(1 for t, _ in per_kernel if t > 1),
+        "slowest": [{"kernel": n, "cpu": round(t, 2)} for t, n in sorted(per_kernel, reverse=True)[:5]],
         **({"features": feature_counts} if feature_counts is not None else {}),
         "cases": [{k: v for k, v in c.items() if k != "text"} for c in cases],
     }
@@ -145,6 +151,8 @@ def main() -> int:
     print(f"{summary['kernels']} generated kernels ({args.generator}), {waits} waits in kernels without fallback, "
           f"{conservative} conservative: exact share {100 * summary['exact_share']:.2f}%")
     print(f"kernels: {dict(kinds)}; cpu {summary['cpu_seconds']} s, wall {summary['seconds']} s")
+    print(f"planned in over 0.1 s of CPU: {summary['over_0.1_s']}, over 1 s: {summary['over_1_s']}; slowest: "
+          + ", ".join(f"kernel {r['kernel']} {r['cpu']} s" for r in summary["slowest"]))
     if feature_counts is not None:
         print("kernels per feature: " + ", ".join(f"{f} {n}" for f, n in feature_counts.items()))
     for c in cases:
