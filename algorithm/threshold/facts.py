@@ -13,7 +13,7 @@ from semantics.ir import (
     And, BinOp, Compare, Const, Count, For, IfExpr, Iters, Max, Min, Neg, Not, Or, Var,
 )
 from semantics.symbolic import to_z3
-from algorithm.threshold.bounds import by_residues, decide, inequalities_of, refutes_at
+from algorithm.threshold.bounds import by_residues, decide, inequalities_of, proved, refutes_at
 from semantics.simplify import cond as simplify_cond, simplify
 
 # Z3's budget per query is a resource limit (PlannerOptions.facts_rlimit): deterministic,
@@ -248,6 +248,13 @@ class Facts:
         hit = memo.get(key)
         if hit is not None:
             return hit
+        if self.session.exhausted():
+            # Past a capped stretch's budget only a proof by elimination can answer True;
+            # the refutations below only ever answer False, as the cap does: skipped.
+            if proved(self._forms, claim):
+                memo[key] = True
+                return True
+            return False  # (not remembered: outside the capped stretch Z3 is asked)
         # Z3's models first: a claim one of them refutes is false, whatever bounds would
         # find (both are exact), and trying them costs less than elimination. Only Z3's
         # models are kept: a point the rules find is found again as cheaply.
