@@ -12,7 +12,7 @@ import itertools
 from semantics.errors import Unsupported
 from semantics.ir import And, BinOp, Compare, Const, Not, Or, Var, walk_expr
 from semantics.simplify import cond as simplify_cond, simplify
-from algorithm.threshold.bounds import inequalities_of, proved
+from algorithm.threshold.bounds import by_residues, inequalities_of, proved
 from algorithm.threshold.facts import subst
 
 class NotNest(Unsupported):
@@ -168,6 +168,21 @@ def _remembered(facts: tuple, claim) -> bool:
 
 
 def _proves(facts: list, claim) -> bool:
+    """`_by_bounds`, and where it fails under a fact `a % m != b % m` (a condition the
+    stage wrote as failed: bounds read no `!=`), each residue class of the names under a
+    constant `%` in turn (bounds.by_residues: `(i - 1 - m) % 2` is 0 where `m % 2 != i %
+    2`)."""
+    if _by_bounds(facts, claim):
+        return True
+    return any(_residue_disequality(f) for f in facts) and by_residues(facts, claim)
+
+
+def _residue_disequality(c) -> bool:
+    return isinstance(c, Compare) and c.op == "!=" and any(
+        isinstance(n, BinOp) and n.op == "%" and isinstance(n.right, Const) for n in walk_expr(c))
+
+
+def _by_bounds(facts: list, claim) -> bool:
     """Whether bounds prove the claim under the facts, the `e % m` terms of the claim (m
     at most 4, two of them at most) taken one value at a time where the claim needs it:
     a claim that holds for every value of such a term holds. An `if`-expression of the

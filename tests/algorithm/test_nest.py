@@ -468,3 +468,36 @@ def test_broken_nest_counts_are_caught(broken):
 
     caught = [path for path in TAKEN + GUARDED if wrong(path)]
     assert caught, f"{broken.__name__} passed every check"
+
+
+def _failed_parity_facts():
+    """Facts where `m % 2 == i % 2` failed (written `!=`, which bounds do not read) and
+    the latest earlier index of parity m % 2, `i - 1 - (i - 1 - m) % 2`, is below 0."""
+    from semantics.ir import BinOp, Compare, Const, Var
+
+    i, m = Var("i"), Var("m")
+    return [Compare(">=", i, Const(0)), Compare(">=", m, Const(0)),
+            Compare(">=", BinOp("%", BinOp("-", BinOp("-", i, Const(1)), m), Const(2)), i),
+            Compare("!=", BinOp("%", m, Const(2)), BinOp("%", i, Const(2)))], i
+
+
+def test_a_failed_parity_equation_is_read_one_residue_class_at_a_time():
+    """`(i - 1 - m) % 2` is 0 where `m % 2 != i % 2`: with the fact, i <= 0 follows (each
+    class of i and m mod 2); without it, it does not. (tests/data/threshold_cases/
+    dead_code.sync: `v`'s wait drops the condition where its count is 0.)"""
+    from semantics.ir import BinOp, Compare, Const
+    from algorithm.threshold.reasoning import proves
+
+    facts, i = _failed_parity_facts()
+    claim = Compare("<=", BinOp("*", Const(2), i), Const(0))
+    assert proves(facts, claim) and not proves(facts[:-1], claim)
+
+
+def test_the_residue_classes_of_a_failed_parity_equation_are_needed(monkeypatch):
+    """Teeth: without the split by residue classes the claim is not proved."""
+    from semantics.ir import BinOp, Compare, Const
+    from algorithm.threshold import reasoning
+
+    monkeypatch.setattr(reasoning, "by_residues", lambda conds, claim: False)
+    facts, i = _failed_parity_facts()
+    assert not reasoning.proves(facts, Compare("<=", BinOp("*", Const(3), i), Const(0)))
