@@ -279,17 +279,14 @@ def _implied(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, others
     """The engines of y's waits that a proof of redundancy needs, or None if unproven.
     In-order execution and the chains' own requirements alone are tried first: most
     redundant waits need none of y's other waits (one proof, not one per engine)."""
-    alone = None
-    if others:
-        alone = _proves(ctx, requirement, useful, chains, y, entry, set(), compiled)
-        if alone:
-            return set()
+    if others and _proves(ctx, requirement, useful, chains, y, entry, set(), compiled):
+        return set()
     if not _proves(ctx, requirement, useful, chains, y, entry, others, compiled):
         return None
     needed = set(others)
     for engine in sorted(others):
-        fewer = needed - {engine}
-        if (fewer or alone is None) and _proves(ctx, requirement, useful, chains, y, entry, fewer, compiled):
+        fewer = needed - {engine}  # (none of them: not proved above)
+        if fewer and _proves(ctx, requirement, useful, chains, y, entry, fewer, compiled):
             needed.discard(engine)
     return needed
 
