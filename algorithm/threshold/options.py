@@ -27,8 +27,9 @@ class PlannerOptions:
     - `max_hops`, `max_chain_nodes`: how far a redundancy proof follows chains of
       instances, and how many it visits.
     - `necessity_values`, `necessity_samples`: the parameter values, and how many
-      valuations of them (the first in lexicographic order, plus the diagonal), on which
-      a concrete run shows waits necessary before any redundancy proof is tried.
+      valuations of them (the first in lexicographic order, plus the diagonal and each
+      parameter at its least value among the others at 2), on which a concrete run
+      shows waits necessary before any redundancy proof is tried.
     - `cover_rlimit`: the Z3 budget of a redundancy proof's smaller first query (the
       parts that cover the sampled points); an unknown falls through to the full query.
     - `closed_instances`: the most instances the closed stage's concrete run may make

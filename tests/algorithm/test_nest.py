@@ -501,3 +501,18 @@ def test_the_residue_classes_of_a_failed_parity_equation_are_needed(monkeypatch)
     monkeypatch.setattr(reasoning, "by_residues", lambda conds, claim: False)
     facts, i = _failed_parity_facts()
     assert not reasoning.proves(facts, Compare("<=", BinOp("*", Const(3), i), Const(0)))
+
+
+def test_a_wait_needed_only_where_a_loop_is_empty_is_shown_needed_by_a_concrete_run():
+    """matmul_fully_optimized's pack waits on POOL (the memset of its tile) only where the
+    K loop is empty (KB = 0): among its six parameters, the valuation with KB at its
+    least value and the others at 2 shows it, so no redundancy proof is tried. With no
+    parameter below 1 no valuation shows it."""
+    from algorithm.threshold.irredundant import shown_necessary
+    from algorithm.threshold.options import PlannerOptions
+    from algorithm.threshold.plan import PlanEntry
+
+    program = load(str(ROOT / "kernels/suite/matmul_fully_optimized.sync"))
+    entries = [PlanEntry(op, engine, t, True) for op, engine, t, _, _ in nest_mod.plan_nest(program)[0]]
+    assert ("pack", "POOL") in shown_necessary(program, entries, PlannerOptions())
+    assert ("pack", "POOL") not in shown_necessary(program, entries, PlannerOptions(necessity_values=(1, 2, 3)))
