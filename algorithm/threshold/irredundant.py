@@ -214,8 +214,9 @@ def shown_necessary(program: Program, entries, options) -> set:
     # the first valuations all leave the outermost loop empty (an empty inner loop is
     # what shows a wait on an earlier producer needed: matmul's pack after the K loop).
     low = [max(p.lower, min(values)) for p in program.params]
-    combos += [one for k in range(len(names)) if (one := tuple(low[k] if n == k else max(2, program.params[n].lower)
-                                                                for n in range(len(names)))) not in combos]
+    combos += [one for k in range(min(len(names), options.necessity_samples))  # (linear in the parameters, at most)
+               if (one := tuple(low[k] if n == k else max(2, program.params[n].lower) for n in range(len(names))))
+               not in combos]
     if all(p.default is not None for p in program.params):
         combos.append(tuple(p.default for p in program.params))
     engines = len(program.engines)
