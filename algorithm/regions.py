@@ -322,7 +322,7 @@ def _region_facts(region: RegionProgram, options):
     lower bounds and the region's facts (the condition of each statement's `if`)."""
     from algorithm.threshold.counting import Session, param_bounds
 
-    session = Session(options.facts_rlimit)
+    session = Session(options.facts_rlimit, options.candidate_rlimit)
     program = region.program
     facts = session.facts(param_bounds(program.params))
     return facts.with_(program.body[0].cond) if region.wrapped else facts

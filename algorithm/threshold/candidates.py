@@ -379,8 +379,9 @@ SHORT_TRIES = 3
 SHORT_RLIMIT = 500_000
 
 
-def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str | None:
-    """None when Z3 proves the assertions unsat within a resource budget. The budget is
+def _check_unsat(session: Session, *assertions) -> str | None:
+    """None when Z3 proves the assertions unsat within its resource budget (the session's
+    `candidate_rlimit`, after SHORT_TRIES seeded tries of SHORT_RLIMIT). The budget is
     deterministic for one query, but Z3's effort also depends on the ids its terms got
     earlier in the process; a query near the budget once ran out after other kernels
     had been planned (tests/data/threshold_cases/flat_index_double_buffer.sync). Each plan
@@ -388,20 +389,19 @@ def _check_unsat(session: Session, *assertions, rlimit: int = 20_000_000) -> str
     on the process's history, and each query has a solver of its own on
     the plain SMT kernel (`Session.check_alone`), whose only budget is the resource
     limit (`z3.Solver()`'s tactics have wall-clock limits). An exhausted budget is the
-    answer: no larger one follows (ten times as much decided no recorded output, and
-    cost a two-op program 80 s of unknowns: tests/data/nest/range_on_flattened_inner.sync)."""
+    answer, so a question Z3 cannot decide costs one budget per query
+    (tests/algorithm/test_planner_z3_budget.py)."""
     for seed in range(SHORT_TRIES):
         result = session.check_seeded(assertions, SHORT_RLIMIT, seed)
         if result == z3.unsat:
             return None
         if result == z3.sat:
             return "z3 found a counterexample"
-    for budget in (rlimit,):
-        result, solver = session.check_alone(assertions, budget)
-        if result == z3.unsat:
-            return None
-        if result == z3.sat:
-            return "z3 found a counterexample"
+    result, solver = session.check_alone(assertions, session.candidate_rlimit)
+    if result == z3.unsat:
+        return None
+    if result == z3.sat:
+        return "z3 found a counterexample"
     return f"z3: unknown ({solver.reason_unknown()})"
 
 

@@ -29,7 +29,7 @@ class Context:
 
         self.program = program
         self.options = options or PlannerOptions(conflicts=conflicts)
-        session = session or Session(self.options.facts_rlimit)
+        session = session or Session(self.options.facts_rlimit, self.options.candidate_rlimit)
         self.session = session  # all solver state of this pass
         self.conflicts = conflicts  # the access-pair relation enforced (a hook for broken test strategies)
         self.sites = sites(program)

@@ -64,8 +64,9 @@ class Session:
     statement contents. One per plan; nothing survives it, so a plan does not depend
     on what ran before in the process."""
 
-    def __init__(self, rlimit: int):
+    def __init__(self, rlimit: int, candidate_rlimit: int = 20_000_000):
         self.rlimit = rlimit
+        self.candidate_rlimit = candidate_rlimit  # (candidates.py: an exactness check's query)
         self.contents: dict = {}  # id(stmt) -> (stmt, names inside): see counting._contents
         # prove_candidates' answers by the shape of the question (shapes.py): plain
         # values, so they survive a renewal of the Z3 context.

@@ -43,6 +43,8 @@ class PlannerOptions:
       of its two sets of valuations (that grid, then every mix of low, default and large
       parameter values: points.py).
     - `facts_rlimit`: the Z3 budget of each query about the facts at an op.
+    - `candidate_rlimit`: the Z3 budget of each query of the general stage's exactness
+      check (after three short seeded tries); an unknown there is the answer.
     - `tidy_rlimit`: the Z3 units that simplifying one threshold under the facts at its
       op may spend in all (thresholds.py `tidied`); past them the remaining rewrites are
       skipped and the threshold keeps its longer, equal form.
@@ -74,6 +76,7 @@ class PlannerOptions:
     cover_grid: int = 8
     cover_points: int = 3_000
     facts_rlimit: int = 2_000_000
+    candidate_rlimit: int = 20_000_000
     tidy_rlimit: int = 20_000_000
     count_registers: bool = True
     fallback: bool = True
