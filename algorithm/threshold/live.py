@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import attrs
 
-from semantics.ir import Barrier, Compare, Const, For, If, Not, Op, Or, Program, Var, map_ops
+from semantics.ir import Barrier, Compare, For, If, Not, Op, Or, Program, Var
+from algorithm.threshold.facts import param_bounds
 from algorithm.threshold.reasoning import FALSE, TRUE, conjuncts, negated, proves, refuted, settled
 
 
@@ -35,8 +36,7 @@ class Live:
 def live_program(program: Program) -> Live | None:
     """The live part of the program, or None when nothing in it is dead."""
     taken: dict = {}
-    facts = [Compare(">=", Var(p.name), Const(p.lower)) for p in program.params]
-    body = _live(program.body, facts, taken)
+    body = _live(program.body, param_bounds(program.params), taken)
     if not taken:
         return None
     return Live(attrs.evolve(program, body=body), taken)
@@ -134,12 +134,12 @@ def _restored(body, items, taken: dict) -> tuple:
 def _without_waits(body) -> tuple:
     """The statements with no wait on any op and no barrier (a dead part of the input)."""
     out = []
-    for stmt in map_ops(body, lambda op: attrs.evolve(op, waits=())):
+    for stmt in body:
         match stmt:
             case For():
                 out.append(attrs.evolve(stmt, body=_without_waits(stmt.body)))
             case If():
                 out.append(attrs.evolve(stmt, then=_without_waits(stmt.then), else_=_without_waits(stmt.else_)))
             case Op():
-                out.append(stmt)
+                out.append(attrs.evolve(stmt, waits=()))
     return tuple(out)
