@@ -5,9 +5,10 @@ every threshold output drops them); each `if` a guard on one loop index or on th
 parameters (nest_guards.py); each loop `for v in LO..HI` has a constant LO and an HI
 either over parameters only, at least LO for every valid valuation (the loop runs HI -
 LO times wherever it is reached), or affine in the parameters and the enclosing loops'
-indices, non-decreasing in them and above LO wherever it is reached (a triangular nest:
-never empty, and a larger enclosing index leaves a range that holds the smaller one's,
-so the latest instance takes the largest value of each index in turn); each access
+indices, non-decreasing in them and at least LO wherever it is reached (a triangular
+nest, possibly empty, `for j in 0..i`: a larger enclosing index leaves a range that
+holds the smaller one's, so the latest instance takes the largest value of each index
+in turn, and where the range at that value is empty, so is every smaller one's); each access
 index is a point index linear plus periodic in one loop variable (flat.Index), or with
 parameters and other indices beside it, its period a constant or over the parameters and
 at least 1 for every valuation (nest_candidates.py), or over the position of an iteration
@@ -29,10 +30,12 @@ their loop indices, and a larger index leaves the loops inside it a range that h
 smaller one's (bounds non-decreasing in enclosing indices), so the latest instance takes
 the largest allowed value of each free index in turn: `ub - (ub - r) % p`, `e`, or the
 range's end. The candidate exists when each value
-lies in its range and the equations that involve no free index hold. Its B is
+lies in its range (the end of a range that may be empty, where it is at least LO) and
+the equations that involve no free index hold. Its B is
 (the F-instances of loop j's iterations u_j .. w_j - 1) + (those of its body before y) -
 (those before x) - 1, each count a polynomial of the indices and parameters (a sum over
-a triangular loop by Faulhaber's formulas, `power_sum`).
+a triangular loop by Faulhaber's formulas, `power_sum`, with floors `(e + t) // p`
+where a guard picks a residue class of a triangular loop's index).
 A candidate nearer y in the list is later in program order, whichever producer it is of;
 producers whose candidates tie at one level are ordered by their B where `bounds` decides
 it, else the program is left to the general stage.
@@ -56,7 +59,7 @@ from algorithm.threshold.flat import check_index, least_bound
 from algorithm.threshold.nest_candidates import Candidate, Nest  # noqa: F401  (the stage's parts, for its tests)
 from algorithm.threshold.nest_guards import guard_of
 from algorithm.threshold.nest_pieces import chooser, each, piece_forms, threshold_of, written
-from algorithm.threshold.reasoning import NotNest, minus, plus, proves  # noqa: F401  (NotNest: raised here)
+from algorithm.threshold.reasoning import NotNest, minus, proves  # noqa: F401  (NotNest: raised here)
 
 
 
@@ -95,8 +98,8 @@ def check_nest(program: Program) -> dict[str, Site]:
                         raise NotNest("a loop upper bound that is not affine and non-decreasing in the indices")
                     where = param_bounds(program.params)
                     where += [c for l in around.values() for c in (Compare("<=", l.lo, Var(l.var)), Compare("<", Var(l.var), l.hi))]
-                    if not proves(where, Compare(">=", stmt.hi, plus(stmt.lo, Const(1)))):
-                        raise NotNest("a loop bound over enclosing indices that may leave it empty")
+                    if not proves(where, Compare(">=", stmt.hi, stmt.lo)):
+                        raise NotNest("a loop bound over enclosing indices that may fall below its lower bound")
                 else:
                     least = least_bound(program, stmt.hi) if names else simplify(stmt.hi).value
                     if least is None or least < simplify(stmt.lo).value:

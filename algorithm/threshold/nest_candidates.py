@@ -302,7 +302,8 @@ class Nest(Counts):
             else:
                 value = top
                 plain = len(lowers) == 1 and len(uppers) == 1
-                exists = [] if plain and self.over_indices(loop) and not diverging else [Compare(">=", top, low) for low in lowers]
+                exists = [] if plain and self.over_indices(loop) and not diverging and self.never_empty(loop, loops) \
+                    else [Compare(">=", top, low) for low in lowers]
             if not guards:
                 exists = [e for e in exists if not self._witnessed(y, loop, constraint, e, not diverging)]
             out.append((value, [*conds, *cs, *exists], facts))

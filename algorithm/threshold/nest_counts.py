@@ -10,7 +10,7 @@ from semantics.simplify import expr, linear, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.facts import domain_conds, param_bounds, subst
 from algorithm.threshold.nest_guards import Guard, count_where, guard_of, holds_at
-from algorithm.threshold.reasoning import NotNest, minus, plus, power_sum, product
+from algorithm.threshold.reasoning import NotNest, minus, plus, product, proves
 
 SUMMED = "#t"  # the index a sum over a loop's iterations runs over (no kernel name has "#")
 
@@ -54,6 +54,23 @@ class Counts:
     def over_indices(self, loop) -> bool:
         """Whether the loop's upper bound reads an enclosing loop's index (triangular)."""
         return any(isinstance(n, Var) and n.name not in self.param_names for n in walk_expr(loop.hi))
+
+    def never_empty(self, loop, loops) -> bool:
+        """Whether a loop runs at least once wherever it is reached, by bounds over the
+        parameters and the ranges of the loops around it (`loops`: the op's, by index,
+        outermost first); a triangular loop `for j in 0..i` is empty at i = 0."""
+        key = ("never empty", id(loop))
+        if key not in self._before_y:
+            around = []
+            for var, l in (loops or {}).items():
+                if l is loop:
+                    break
+                around += [Compare("<=", l.lo, Var(var)), Compare("<", Var(var), l.hi)]
+            else:
+                around = None  # (not among them: a flattened pair's loop)
+            self._before_y[key] = around is not None and proves([*self.params, *around],
+                                                                 Compare(">=", loop.hi, plus(loop.lo, Const(1))))
+        return self._before_y[key]
 
     # ------------------------------------------------------------ counts
 
@@ -228,3 +245,73 @@ def _split(body, atom, start, stop, facts):
         if not proves(ordered, Compare("<=", point, stop)):
             point = simplify(Min(stop, point))
     return plus(_summed(replaced(first), start, point, facts), _summed(replaced(second), point, stop, facts))
+
+
+def power_sum(poly, var: str, start, stop):
+    """sum of poly over var = start .. stop - 1 (poly a polynomial of degree <= 3 in var),
+    exact: Faulhaber's sums, 12 times over, divided once."""
+    from fractions import Fraction
+
+    from semantics.simplify import expr, linear
+
+    def times(*factors):
+        out = Const(1)
+        for f in factors:
+            out = BinOp("*", out, f)
+        return out
+
+    def f12(k, n):  # 12 * sum of i**k over i = 0 .. n - 1
+        m = BinOp("-", n, Const(1))
+        return {0: times(Const(12), n), 1: times(Const(6), n, m), 2: times(Const(2), m, n, BinOp("-", times(Const(2), n), Const(1))),
+                3: times(Const(3), n, m, n, m)}[k]
+
+    total: dict = {}
+    for mono, coef in linear(poly).items():
+        atoms = () if mono is None else mono
+        k = sum(1 for a in atoms if a == Var(var))
+        periodic = [a for a in atoms if a != Var(var) and any(isinstance(n, Var) and n.name == var for n in walk_expr(a))]
+        if k > 3 or periodic and (k or len(periodic) > 1):
+            raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
+        rest = [a for a in atoms if a != Var(var) and a not in periodic]
+        summed = _periodic_sum12(periodic[0], var, start, stop, f12) if periodic else \
+            BinOp("-", f12(k, stop), f12(k, start))
+        # (the coefficient, a fraction where the body is a sum formula, kept exact: never
+        # written as a division of its own, which would round it)
+        part = linear(times(*rest, summed))
+        for m, c in part.items():
+            total[m] = total.get(m, 0) + Fraction(coef) * c / 12
+    return simplify(expr({m: c for m, c in total.items() if c != 0}))
+
+
+def _periodic_sum12(atom, var: str, start, stop, f12):
+    """12 * the sum of `(s * var + c) // p` or `(s * var + c) % p` (s = 1 or -1, p a
+    constant >= 1) over var = start .. stop - 1, exact for any integers start <= stop:
+    with F(n) = sum of u // p over u = 0 .. n - 1 = q * n - p * q * (q + 1) / 2 for q =
+    n // p (F(n + 1) - F(n) = n // p for every integer n), the floors sum to F(stop + c) -
+    F(start + c) (s = 1) or F(c - start + 1) - F(c - stop + 1) (s = -1), and e % p = e -
+    p * (e // p)."""
+    from semantics.simplify import expr, linear
+
+    if not (isinstance(atom, BinOp) and atom.op in ("//", "%") and isinstance(atom.right, Const)
+            and atom.right.value >= 1):
+        raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
+    p, form = atom.right.value, linear(atom.left)
+    s = form.pop((Var(var),), 0)
+    if s not in (1, -1) or any(k is not None and any(isinstance(n, Var) and n.name == var for a in k for n in walk_expr(a))
+                               for k in form):
+        raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
+    c = expr(form)
+
+    def f(n):  # 12 * F(n)
+        q = BinOp("//", n, Const(p))
+        return BinOp("-", BinOp("*", Const(12), BinOp("*", q, n)), BinOp("*", Const(6 * p), BinOp("*", q, BinOp("+", q, Const(1)))))
+
+    if s == 1:
+        floors = BinOp("-", f(BinOp("+", stop, c)), f(BinOp("+", start, c)))
+    else:
+        floors = BinOp("-", f(BinOp("+", BinOp("-", c, start), Const(1))), f(BinOp("+", BinOp("-", c, stop), Const(1))))
+    if atom.op == "//":
+        return floors
+    plain = BinOp("+", BinOp("*", Const(s), BinOp("-", f12(1, stop), f12(1, start))),
+                  BinOp("*", Const(12), BinOp("*", c, BinOp("-", stop, start))))
+    return BinOp("-", plain, BinOp("*", Const(p), floors))

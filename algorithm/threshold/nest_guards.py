@@ -113,14 +113,12 @@ def count_where(g: Guard, start, stop):
             return minus(length, count_where(attrs.evolve(g, op="=="), start, stop))
         case "mod":
             # u == r (mod p) in [s, t): ceil((t - r) / p) - ceil((s - r) / p)
-            #   = ((t - s) + ((r - t) % p) - ((r - s) % p)) / p, an exact division
-            total: dict = {}
+            #   = (r - s) // p - (r - t) // p (floors a sum over t can take: reasoning.power_sum)
+            total = Const(0)
             for r in sorted(g.residues):
-                part = linear(plus(minus(length, BinOp("%", minus(Const(r), start), Const(g.period))),
-                                   BinOp("%", minus(Const(r), stop), Const(g.period))))
-                for k, c in part.items():
-                    total[k] = total.get(k, 0) + Fraction(c) / g.period
-            return simplify(expr(total))
+                total = plus(total, minus(BinOp("//", minus(Const(r), start), Const(g.period)),
+                                          BinOp("//", minus(Const(r), stop), Const(g.period))))
+            return simplify(total)
     raise AssertionError(g.op)
 
 

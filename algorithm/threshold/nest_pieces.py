@@ -17,7 +17,8 @@ from semantics.simplify import simplify
 from algorithm.threshold.facts import subst
 from algorithm.threshold.nest_guards import decided, unperiodic
 from algorithm.threshold.reasoning import (
-    FALSE, TRUE, NotNest, conjunction, conjuncts, contradictory, disjunction, finite_values, minus, negated, pin, proves,
+    FALSE, TRUE, NotNest, conjunction, conjuncts, contradictory, disjunction, finite_values, fixed_value, minus, negated, pin,
+    proves,
     proves_where, refuted, settled, spelled,
 )
 from algorithm.threshold.thresholds import operators
@@ -50,6 +51,8 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
                 continue
             else:
                 facts = [*domain, a.condition, b.condition, *a.facts, *b.facts]
+                if _equal_at(facts, a.gap, b.gap):
+                    continue  # (one instance where both exist)
                 if proves(facts, Compare("<=", a.gap, b.gap)):
                     first, then = i, k
                 elif proves(facts, Compare("<=", b.gap, a.gap)):
@@ -70,7 +73,13 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
 
 def _ordered(facts: list, g, h) -> bool:
     """Whether bounds order two gaps under the facts (either way)."""
-    return proves(facts, Compare("<=", g, h)) or proves(facts, Compare("<=", h, g))
+    return _equal_at(facts, g, h) or proves(facts, Compare("<=", g, h)) or proves(facts, Compare("<=", h, g))
+
+
+def _equal_at(facts: list, g, h) -> bool:
+    """Whether two gaps are one term where the facts fix variables (`i == 0`)."""
+    at = {v: e for f in facts for k in conjuncts(f) for v, e in fixed_value(k).items()}
+    return bool(at) and simplify(subst(g, at)) == simplify(subst(h, at))
 
 
 def _both(cands: list[Candidate], domain: list, lowers: dict):

@@ -348,7 +348,7 @@ def _values(conds, pins: dict, lowers: dict, more_conds=()) -> dict:
     i = 0: j = 0), a few rounds over."""
     where = dict(pins)
     for c in conds:
-        where.update({v: e for v, e in (*pin(c, lowers).items(), *_fixed(c).items()) if v not in where})
+        where.update({v: e for v, e in (*pin(c, lowers).items(), *fixed_value(c).items()) if v not in where})
     conds = [*conds, *more_conds]
     for _ in range(3):
         if not where:
@@ -357,14 +357,14 @@ def _values(conds, pins: dict, lowers: dict, more_conds=()) -> dict:
         for f in conds:
             if any(isinstance(n, Var) and n.name in where for n in walk_expr(f)):
                 f = settled(subst(f, where))
-                more.update({v: e for v, e in (*pin(f, lowers).items(), *_fixed(f).items()) if v not in where})
+                more.update({v: e for v, e in (*pin(f, lowers).items(), *fixed_value(f).items()) if v not in where})
         if not more:
             break
         where.update(more)
     return where
 
 
-def _fixed(c) -> dict:
+def fixed_value(c) -> dict:
     """{v: value} for an equation `a * v == k` of one variable (a = +-1)."""
     from semantics.simplify import linear
 
@@ -395,35 +395,3 @@ def finite_values(c, domain, lowers: dict):
         if proves([*domain, Compare(">=", Var(var), Const(top))], negated(c)):
             return var, [v for v in range(low, top) if folded(subst(c, {var: Const(v)})) is not False]
     return None
-
-
-def power_sum(poly, var: str, start, stop):
-    """sum of poly over var = start .. stop - 1 (poly a polynomial of degree <= 3 in var),
-    exact: Faulhaber's sums, 12 times over, divided once."""
-    from fractions import Fraction
-
-    from semantics.simplify import expr, linear
-
-    def times(*factors):
-        out = Const(1)
-        for f in factors:
-            out = BinOp("*", out, f)
-        return out
-
-    def f12(k, n):  # 12 * sum of i**k over i = 0 .. n - 1
-        m = BinOp("-", n, Const(1))
-        return {0: times(Const(12), n), 1: times(Const(6), n, m), 2: times(Const(2), m, n, BinOp("-", times(Const(2), n), Const(1))),
-                3: times(Const(3), n, m, n, m)}[k]
-
-    total: dict = {}
-    for mono, coef in linear(poly).items():
-        atoms = () if mono is None else mono
-        k = sum(1 for a in atoms if a == Var(var))
-        if k > 3 or any(a != Var(var) and any(isinstance(n, Var) and n.name == var for n in walk_expr(a)) for a in atoms):
-            raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
-        # (the coefficient, a fraction where the body is a sum formula, kept exact: never
-        # written as a division of its own, which would round it)
-        part = linear(times(*(a for a in atoms if a != Var(var)), BinOp("-", f12(k, stop), f12(k, start))))
-        for m, c in part.items():
-            total[m] = total.get(m, 0) + Fraction(coef) * c / 12
-    return simplify(expr({m: c for m, c in total.items() if c != 0}))

@@ -328,7 +328,7 @@ INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j 
 
 @st.composite
 def nests(draw):
-    """Two-deep nests, rectangular or triangular: ops before, inside and after the inner
+    """Two-deep nests, rectangular or triangular (`0..i`: empty at i = 0): ops before, inside and after the inner
     loop, and after the nest, some under an `if` (with or without `else`); indices over
     one loop index, or with a parameter or the outer index beside it."""
     engines = ENGINES[:draw(st.integers(2, 3))]
@@ -361,7 +361,7 @@ def nests(draw):
 
     lines.append("for i in 0..N {")
     lines += [guarded("  ", OUTER, OUTER_GUARDS) for _ in range(draw(st.integers(0, 2)))]
-    lines.append(f"  for j in 0..{draw(st.sampled_from(['M', 'i + 1', 'M + i']))} {{")
+    lines.append(f"  for j in 0..{draw(st.sampled_from(['M', 'i + 1', 'M + i', 'i']))} {{")
     lines += [guarded("    ", OUTER + INNER, INNER_GUARDS) for _ in range(draw(st.integers(1, 3)))]
     lines.append("  }")
     lines += [guarded("  ", OUTER, OUTER_GUARDS) for _ in range(draw(st.integers(0, 2)))]

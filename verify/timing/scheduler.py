@@ -286,8 +286,10 @@ def simulate(unrolled: Unrolled, profile: Profile, oracle: bool = False) -> Time
         registers = _RegisterCosts(unrolled, costs)
         for inst in instances:
             env = dict(inst.env)
+            moved = False  # (a loop starts an iteration where its index or an enclosing one moved)
             for var, value in env.items():
-                if var in tracked and previous_env.get(var) != value:
+                moved = moved or previous_env.get(var) != value
+                if var in tracked and moved:
                     iterations[var] = iterations.get(var, 0) + 1
             previous_env = env
             if registers.loops:

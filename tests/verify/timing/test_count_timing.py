@@ -58,3 +58,15 @@ def test_a_dma_queue_count_is_charged_at_the_trigger_on_the_compute_engines_not_
 def test_count_is_an_atom_of_the_threshold_arithmetic(threshold, ops):
     (wait,) = parse(KERNEL.replace("{threshold}", threshold)).body[1].body[3].waits
     assert arithmetic_ops(wait.threshold) == ops
+
+
+
+def test_an_inner_loop_starts_an_iteration_wherever_an_enclosing_index_moves():
+    """Regression: tracking `iters(j)` of a one-iteration inner loop with no other op
+    between its instances charged one started iteration in all (every instance has j =
+    0, so j's value never changed from the previous instance's); each outer iteration
+    starts one: 3, paid on every engine, as count(A) (the same body executions) is."""
+    text = ("engines A B\nparam N = 3\nfor i in 0..N {\n  for j in 0..1 {\n    A a writes x[i]\n  }\n}\n"
+            "B b reads x wait A >= {threshold}\n")
+    assert _overhead(text.replace("{threshold}", "iters(j)")) == (15.0, 15.0)
+    assert _overhead(text.replace("{threshold}", "count(A)")) == (15.0, 15.0)
