@@ -195,13 +195,15 @@ def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
     atoms = [m for m in goal if m is not None]
     if not atoms:
         return goal.get(None, 0) >= 0
-    key = frozenset(goal.items())
-    if key in path:
-        return False  # (a cycle of eliminations: this goal is being tried further up)
+    if any(_multiple(goal, f) for f in facts):
+        return True
+    key = frozenset((k, v) for k, v in goal.items() if k is not None)
+    if any(k == key and goal.get(None, 0) <= c for k, c in path):
+        return False  # (a cycle of eliminations: this goal, or an easier one, is being tried further up)
     budget[0] -= 1
     if budget[0] < 0:
         return False
-    path = path | {key}
+    path = path | {(key, goal.get(None, 0))}
     # The atom bounded by the latest fact (the innermost loop's index: facts come
     # outermost first), each fact of the right sign tried, latest first; when that atom
     # cannot be eliminated there is no proof this way.

@@ -1,6 +1,6 @@
 """The nest stage's thresholds from its candidates (nest.py): the chain `if c1 then
 count(F) - B1 else if c2 ... else 0`, latest candidate first, made short by proofs by
-bounds (merged pieces, dropped conditions, no `else 0`, `max`), each piece written in the
+bounds (merged and dropped pieces, dropped conditions, no `else 0`, `max`), each piece written in the
 cheapest of its equal forms. docs/planner.md, "The nest stage"."""
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def _later_first(cands: list[Candidate], domain: list, lowers: dict) -> list[Can
                 facts = [*domain, a.condition, b.condition, *a.facts, *b.facts]
                 if _equal_at(facts, a.gap, b.gap):
                     continue  # (one instance where both exist)
-                if proves(facts, Compare("<=", a.gap, b.gap)):
+                later = _later(a, b, facts)
+                if later:
+                    first, then = (i, k) if later > 0 else (k, i)
+                elif proves(facts, Compare("<=", a.gap, b.gap)):
                     first, then = i, k
                 elif proves(facts, Compare("<=", b.gap, a.gap)):
                     first, then = k, i
@@ -76,6 +79,26 @@ def _ordered(facts: list, g, h) -> bool:
     return _equal_at(facts, g, h) or proves(facts, Compare("<=", g, h)) or proves(facts, Compare("<=", h, g))
 
 
+def _later(a: Candidate, b: Candidate, facts: list) -> int:
+    """1 where bounds show a later than b, -1 where earlier, 0 undecided: two instances
+    of one producer are in program order as their loop indices are lexicographically
+    (the first index, outermost first, that differs decides: a linear comparison where
+    their gaps may be polynomials). A joined candidate (whichever of two is later) has
+    no values of its own: undecided."""
+    if a.site is not b.site:
+        return 0
+    for loop in a.site.loops:
+        u, v = a.values.get(loop.var), b.values.get(loop.var)
+        if u is None or v is None:
+            return 0
+        if u == v or proves(facts, Compare("==", u, v)):
+            continue
+        if proves(facts, Compare(">", u, v)):
+            return 1
+        return -1 if proves(facts, Compare("<", u, v)) else 0
+    return 0
+
+
 def _equal_at(facts: list, g, h) -> bool:
     """Whether two gaps are one term where the facts fix variables (`i == 0`)."""
     at = {v: e for f in facts for k in conjuncts(f) for v, e in fixed_value(k).items()}
@@ -95,9 +118,9 @@ def _both(cands: list[Candidate], domain: list, lowers: dict):
                     contradictory([*conjuncts(a.condition), *conjuncts(b.condition)], domain, lowers):
                 continue
             facts = [*domain, a.condition, b.condition, *a.facts, *b.facts]
-            if _ordered(facts, a.gap, b.gap):
+            if _later(a, b, facts) or _ordered(facts, a.gap, b.gap):
                 continue
-            extra.append(attrs.evolve(a, condition=conjunction(a.condition, b.condition),
+            extra.append(attrs.evolve(a, condition=conjunction(a.condition, b.condition), values={},
                                       gap=simplify(Min(a.gap, b.gap)), facts=(*a.facts, *b.facts)))
             apart.add((id(a), id(b)))
     return extra + cands, apart
@@ -133,7 +156,7 @@ def _joined(cands: list[Candidate], domain: list) -> list[Candidate]:
         gap = kept[0].gap
         for k in kept[1:]:
             gap = simplify(Min(gap, k.gap))
-        out.append(attrs.evolve(kept[0], gap=gap, facts=tuple(f for k in kept for f in k.facts)))
+        out.append(attrs.evolve(kept[0], gap=gap, facts=tuple(f for k in kept for f in k.facts), values={}))
     return out
 
 
@@ -213,6 +236,11 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
                                                                  lowers):
         last.dropped.append(last.conditions)
         last.conditions = [TRUE]
+    while len(pieces) >= 2 and pieces[-1].conditions == [TRUE] and not pieces[-1].pins and \
+            not any(isinstance(p.gap, tuple) for p in pieces[-2:]) and all(
+                proves_where(Compare("==", pieces[-2].gap, pieces[-1].gap), conjuncts(c), [*domain, *pieces[-2].facts],
+                             pieces[-2].pins, lowers) for c in pieces[-2].conditions):
+        del pieces[-2]  # (its count is the last piece's wherever it applies)
     if len(pieces) >= 2 and pieces[-1].conditions == [TRUE] and \
             _max_of_last_two(nest, y, engine, pieces, [*domain, *pieces[-2].facts], lowers):
         a, b = pieces[-2:]
@@ -345,9 +373,14 @@ def _at_most_0_where_missing(nest: Nest, y: Site, engine: str, piece, domain, pi
 
 
 def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pins, lowers) -> bool:
-    """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the pins)."""
-    value = minus(nest.before_y(y, engine), gap)
-    return proves_where(Compare("<=", value, Const(0)), missing, domain, pins, lowers)
+    """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the pins);
+    the count's `min`/`max` that y's domain decides taken first (a sum clamps at a bound
+    it cannot compare with y's indices: `min(i, N)` where i < N)."""
+    before = nest.before_y(y, engine)
+    if proves_where(Compare("<=", minus(before, gap), Const(0)), missing, domain, pins, lowers):
+        return True
+    clamped = decided(before, domain)
+    return clamped != before and proves_where(Compare("<=", minus(clamped, gap), Const(0)), missing, domain, pins, lowers)
 
 
 def equal_forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool, untracked: frozenset = frozenset(),

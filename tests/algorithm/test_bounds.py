@@ -86,6 +86,20 @@ def test_bound_substitution_proves_a_nested_range_and_a_point_refutes_its_edge()
     assert decide(conds, forms, Compare("<=", Var("j"), BinOp("-", Var("N"), Const(3)))) is False
 
 
+def test_a_fact_that_opens_a_cycle_of_eliminations_hides_no_proof():
+    """Regression: `j - i >= -1` beside 0 <= j <= i < N made `N - j - 1 >= 0` unproved:
+    eliminating i by it and j by `j <= i` again gave `N - j - 2`, `N - j - 3`, ..., each
+    a harder form of a goal already being tried, until the step budget ran out before
+    the fact `i < N` was tried. A goal no easier than one further up is cut, and a goal a
+    fact proves at once is proved."""
+    n, i, j = Var("N"), Var("i"), Var("j")
+    conds = (Compare(">=", n, Const(0)), Compare("<=", Const(0), i), Compare("<", i, n), Compare("<=", Const(0), j),
+             Compare("<", j, BinOp("+", i, Const(1))))
+    claim = Compare(">=", BinOp("-", BinOp("-", n, j), Const(1)), Const(0))
+    for extra in ((), (Compare(">=", BinOp("-", j, i), Const(-1)),)):
+        assert bounds.proved(inequalities_of(conds + extra), claim)
+
+
 def test_a_prover_that_rounds_the_wrong_way_is_caught(monkeypatch):
     """A tightening that rounds up (`g S + k >= 0` read as `S + ceil(k / g) >= 0`)
     proves `2x >= 1` from `x >= 0`, false at x = 0: the agreement check catches it."""
