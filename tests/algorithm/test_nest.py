@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from algorithm.registry import get_strategy
 from algorithm.threshold import nest as nest_mod
 from algorithm.threshold.options import PlannerOptions
-from algorithm.threshold.plan import PlanEntry, Plan, apply_plan
+from algorithm.threshold.plan import apply_plan
 from algorithm.threshold.reasoning import minus, plus
 from semantics.ir import Var
 from semantics.errors import Unsupported
@@ -22,7 +22,7 @@ from verify.search.generators import param_bounds
 
 from tests.support import oracle
 from tests.support.corpus import ROOT
-from tests.support.exactness import exactness_problems
+from tests.support.nest_plans import every_threshold, problems
 
 TAKEN = ["kernels/suite/tiled_matmul.sync", "kernels/suite/conv2d_implicit_gemm.sync", "kernels/nested_dynamic.sync",
          "kernels/tile_transpose_2d.sync", "kernels/suite/swiglu_mlp.sync", "kernels/suite/matmul_dynamic_k.sync",
@@ -55,19 +55,6 @@ REGRESSIONS = ["tests/data/nest/empty_range_writer.sync", "tests/data/nest/causa
 # Taken too, with more parameters than brute force affords here (their outputs are judged
 # by tests/algorithm/test_sync_outputs.py: bisimilar over the bounds, proved for all values).
 TAKEN_LARGE = ["kernels/suite/matmul_fully_optimized.sync", "kernels/suite/flash_attention_causal.sync"]
-
-
-def every_threshold(program, counts=None) -> Plan:
-    """Every threshold the stage's arithmetic gives (before the necessity run)."""
-    planned, _ = nest_mod.plan_nest(program, counts=counts)
-    return Plan([PlanEntry(op, engine, t, True) for op, engine, t, *_ in planned])
-
-
-def problems(program, counts=None, hi: int = 3) -> list[str]:
-    plan = every_threshold(program, counts)
-    found = exactness_problems(program, plan, hi=hi)
-    verdict = oracle.verdict(apply_plan(program, plan.entries), param_bounds(program, hi))
-    return found + ([] if verdict == oracle.BISIMILAR else [f"output: {verdict}"])
 
 
 @pytest.mark.parametrize("path", TAKEN + GUARDED + PERIOD_OVER_PARAMETERS + FLATTENED + CAUSAL + PERIODIC_AGAINST_POINT

@@ -23,7 +23,7 @@ from semantics.ir import BinOp, Const, Var
 from semantics.parser import parse
 from syncproof import load
 
-from tests.algorithm.test_nest import problems
+from tests.support.nest_plans import problems
 from tests.support.corpus import ROOT
 
 POSSIBLY_EMPTY = ["tests/data/threshold_cases/nested_three.sync", "tests/data/threshold_cases/triple_triangle.sync",

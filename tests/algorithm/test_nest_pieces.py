@@ -14,7 +14,7 @@ from semantics.evaluate import arithmetic_ops
 from semantics.ir import Op, walk_stmts
 from syncproof import load
 
-from tests.algorithm.test_nest import problems
+from tests.support.nest_plans import problems
 from tests.support.corpus import ROOT
 
 KERNEL = "tests/data/nest/guarded_lower_end.sync"
