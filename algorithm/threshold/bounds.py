@@ -195,8 +195,6 @@ def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
     atoms = [m for m in goal if m is not None]
     if not atoms:
         return goal.get(None, 0) >= 0
-    if any(_multiple(goal, f) for f in facts):
-        return True
     key = frozenset((k, v) for k, v in goal.items() if k is not None)
     if any(k == key and goal.get(None, 0) <= c for k, c in path):
         return False  # (a cycle of eliminations: this goal, or an easier one, is being tried further up)

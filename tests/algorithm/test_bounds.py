@@ -90,8 +90,7 @@ def test_a_fact_that_opens_a_cycle_of_eliminations_hides_no_proof():
     """Regression: `j - i >= -1` beside 0 <= j <= i < N made `N - j - 1 >= 0` unproved:
     eliminating i by it and j by `j <= i` again gave `N - j - 2`, `N - j - 3`, ..., each
     a harder form of a goal already being tried, until the step budget ran out before
-    the fact `i < N` was tried. A goal no easier than one further up is cut, and a goal a
-    fact proves at once is proved."""
+    the fact `i < N` was tried. A goal no easier than one further up is cut."""
     n, i, j = Var("N"), Var("i"), Var("j")
     conds = (Compare(">=", n, Const(0)), Compare("<=", Const(0), i), Compare("<", i, n), Compare("<=", Const(0), j),
              Compare("<", j, BinOp("+", i, Const(1))))
