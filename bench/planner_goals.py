@@ -61,8 +61,11 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({{"rows": rows, "peak_mib": round(peak, 1), "loading": round(loading, 3)}}))
 """
 
-# (On the transfer view, as the pipeline plans a program with DMA queues: algorithm/queues.py.)
-_VIEW = "__import__('algorithm.queues', fromlist=['x']).transfer_view(p)"
+# (On the transfer view, as the pipeline plans a program with DMA queues: algorithm/queues.py;
+# its dead statements taken out first, as the pipeline does: live.py.)
+_VIEW = ("(lambda v: (lambda live: v if live is None else live.program)("
+         "__import__('algorithm.threshold.live', fromlist=['x']).live_program(v)))("
+         "__import__('algorithm.queues', fromlist=['x']).transfer_view(p))")
 _IS_FLAT = f"(lambda p: __import__('algorithm.threshold.closed', fromlist=['x']).sync_closed({_VIEW}) is not None)"
 _IS_NEST = (f"(lambda p: __import__('algorithm.threshold.nest', fromlist=['x']).sync_nest({_VIEW}, "
             "__import__('algorithm.threshold.options', fromlist=['x']).PlannerOptions()) is not None)")
