@@ -188,10 +188,17 @@ def _atom_facts(forms) -> list:
 
 
 def _proves(goal: dict, facts: list) -> bool:
-    return any(_multiple(goal, f) for f in facts) or _eliminate(goal, facts, [PROOF_STEPS], set())
+    if any(_multiple(goal, f) for f in facts):
+        return True
+    bounding: dict = {}  # (atom, sign of its coefficient) -> the facts' positions, in order
+    for n, f in enumerate(facts):
+        for m, v in f.items():
+            if m is not None:
+                bounding.setdefault((m, v > 0), []).append(n)
+    return _eliminate(goal, facts, [PROOF_STEPS], set(), bounding)
 
 
-def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
+def _eliminate(goal: dict, facts: list, budget: list, path: set, bounding: dict) -> bool:
     atoms = [m for m in goal if m is not None]
     if not atoms:
         return goal.get(None, 0) >= 0
@@ -205,12 +212,11 @@ def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
     # The atom bounded by the latest fact (the innermost loop's index: facts come
     # outermost first), each fact of the right sign tried, latest first; when that atom
     # cannot be eliminated there is no proof this way.
-    atom = min(atoms, key=lambda m: _latest_bound(m, goal[m], facts))
+    atom = min(atoms, key=lambda m: -bounding[(m, goal[m] > 0)][-1] if (m, goal[m] > 0) in bounding else 1)
     c = goal[atom]
-    for f in reversed(facts):
-        fc = f.get(atom)
-        if fc is None or (fc > 0) != (c > 0):
-            continue
+    for n in reversed(bounding.get((atom, c > 0), ())):
+        f = facts[n]
+        fc = f[atom]
         smaller: dict = {}
         for k, v in goal.items():
             smaller[k] = smaller.get(k, 0) + abs(fc) * v
@@ -222,7 +228,7 @@ def _eliminate(goal: dict, facts: list, budget: list, path: set) -> bool:
         smaller = {k: v for k, v in smaller.items() if v != 0}
         if sum(1 for k in smaller if k is not None) > len(atoms) + 1:
             continue  # growing: another fact may do better
-        if _eliminate(_tight(smaller), facts, budget, path):
+        if _eliminate(_tight(smaller), facts, budget, path, bounding):
             return True
         if budget[0] < 0:
             return False
@@ -242,12 +248,6 @@ def _multiple(goal: dict, fact: dict) -> bool:
     return k > 0 and all(goal[m] == k * fact[m] for m in names) and goal.get(None, 0) - k * fact.get(None, 0) >= 0
 
 
-def _latest_bound(atom, c, facts) -> int:
-    for n in range(len(facts) - 1, -1, -1):
-        fc = facts[n].get(atom)
-        if fc is not None and (fc > 0) == (c > 0):
-            return -n
-    return 1
 
 
 # ---------------------------------------------------------------- residue classes
