@@ -2,10 +2,12 @@
 
 Class (`check_nest`): no DMA queue, peer clause or replica (barriers are dropped, as
 every threshold output drops them); each `if` a guard on one loop index or on the
-parameters (nest_guards.py); each loop `for v in LO..HI` has a constant LO and an HI
-either over parameters only, at least LO for every valid valuation (the loop runs HI -
-LO times wherever it is reached), or affine in the parameters and the enclosing loops'
-indices, non-decreasing in them and at least LO wherever it is reached (a triangular
+parameters (nest_guards.py); each loop `for v in LO..HI` has an LO over the parameters
+only and an HI either over parameters only, at least LO for every valid valuation (the
+loop runs HI - LO times wherever it is reached; an HI that may lie below a constant LO
+is planned as `max(HI, LO)`, the same iterations: `clamped`), or affine in the
+parameters and the enclosing loops' indices, non-decreasing in them and at least LO
+wherever it is reached (a triangular
 nest, possibly empty, `for j in 0..i`: a larger enclosing index leaves a range that
 holds the smaller one's, so the latest instance takes the largest value of each index
 in turn, and where the range at that value is empty, so is every smaller one's); each access
@@ -49,9 +51,11 @@ against `iters`, or against `count(F)`.
 
 from __future__ import annotations
 
+import attrs
+
 from semantics.context import Site, sites
 from semantics.errors import Unsupported
-from semantics.ir import BinOp, Compare, Const, Count, For, If, Iters, Program, Range, Var, walk_expr
+from semantics.ir import BinOp, Compare, Const, Count, For, If, Iters, Max, Program, Range, Var, walk_expr
 from semantics.simplify import linear, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.facts import param_bounds
@@ -82,8 +86,10 @@ def check_nest(program: Program) -> dict[str, Site]:
                 visit(stmt.then, around)
                 visit(stmt.else_, around)
             if isinstance(stmt, For):
-                if not isinstance(simplify(stmt.lo), Const):
-                    raise NotNest("a loop lower bound that is not a constant")
+                lo = simplify(stmt.lo)
+                if not isinstance(lo, Const) and ({n.name for n in walk_expr(lo) if isinstance(n, Var)} - params
+                                                  or any(isinstance(n, (Iters, Count)) for n in walk_expr(lo))):
+                    raise NotNest("a loop lower bound over more than the parameters")
                 names = {n.name for n in walk_expr(stmt.hi) if isinstance(n, Var)}
                 if any(isinstance(n, (Iters, Count)) for n in walk_expr(stmt.hi)):
                     raise NotNest("a loop upper bound over tracked counts")
@@ -100,10 +106,12 @@ def check_nest(program: Program) -> dict[str, Site]:
                     where += [c for l in around.values() for c in (Compare("<=", l.lo, Var(l.var)), Compare("<", Var(l.var), l.hi))]
                     if not proves(where, Compare(">=", stmt.hi, stmt.lo)):
                         raise NotNest("a loop bound over enclosing indices that may fall below its lower bound")
-                else:
+                elif isinstance(lo, Const):
                     least = least_bound(program, stmt.hi) if names else simplify(stmt.hi).value
-                    if least is None or least < simplify(stmt.lo).value:
+                    if least is None or least < lo.value:
                         raise NotNest("a loop that may have an upper bound below its lower bound")
+                elif not proves(param_bounds(program.params), Compare(">=", stmt.hi, lo)):
+                    raise NotNest("a loop that may have an upper bound below its lower bound")
                 visit(stmt.body, {**around, stmt.var: stmt})
 
     visit(program.body, {})
@@ -139,7 +147,29 @@ def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bo
               untracked: frozenset = frozenset()):
     """(entries (op, engine, threshold), dependence pairs) of a nest of the class, or
     NotNest. `counts`: the Nest class (tests pass broken ones)."""
-    return _planned(program, conflicts, count_registers, counts, untracked)[:2]
+    return _planned(clamped(program), conflicts, count_registers, counts, untracked)[:2]
+
+
+def clamped(program: Program) -> Program:
+    """The program with each loop `for v in LO..HI`, LO a constant and HI over the
+    parameters, whose HI may lie below LO written `for v in LO..max(HI, LO)`: the same
+    iterations (none where HI <= LO), and a count HI - LO never below 0. The stage plans
+    this program; its entries name ops, so they apply to the program as given."""
+    params = {p.name for p in program.params}
+
+    def bound(loop: For):
+        lo, hi = simplify(loop.lo), loop.hi
+        if not isinstance(lo, Const) or any(isinstance(n, (Iters, Count)) for n in walk_expr(hi)) \
+                or not {n.name for n in walk_expr(hi) if isinstance(n, Var)} <= params:
+            return hi
+        least = least_bound(program, hi)
+        return hi if least is not None and least >= lo.value else simplify(Max(hi, lo))
+
+    def visit(body) -> tuple:
+        return tuple(attrs.evolve(s, hi=bound(s), body=visit(s.body)) if isinstance(s, For) else
+                     attrs.evolve(s, then=visit(s.then), else_=visit(s.else_)) if isinstance(s, If) else s
+                     for s in body)
+    return attrs.evolve(program, body=visit(program.body))
 
 
 def _planned(program, conflicts, count_registers, counts, untracked):
@@ -239,6 +269,7 @@ def sync_nest(program: Program, options, only: frozenset | None = None, untracke
     from algorithm.threshold.plan import Plan, PlanEntry
 
     try:
+        program = clamped(program)  # (the same instances: the entries apply to the program as given)
         planned, pairs, nest = _planned(program, options.conflicts, options.count_registers, None, untracked)
     except Unsupported:
         return None

@@ -38,7 +38,8 @@ class Counts:
 
     def lowers(self, y: Site) -> dict:
         """The least value of each parameter and of each of y's loop indices."""
-        return {p.name: p.lower for p in self.program.params} | {l.var: simplify(l.lo).value for l in y.loops}
+        return {p.name: p.lower for p in self.program.params} | {
+            l.var: simplify(l.lo).value for l in y.loops if isinstance(simplify(l.lo), Const)}
 
     def _domain(self, y: Site) -> list:
         out = [*self.params, *domain_conds(y)]
@@ -47,8 +48,9 @@ class Counts:
                 out.append(g)  # (over the parameters: `e % m >= 1` for `not e % m == 0`)
             elif g.op == "mod" and len(g.residues) == 1:
                 out.append(holds_at(g, Var(g.var)))
-                lo = next(simplify(l.lo).value for l in y.loops if l.var == g.var)  # its least value
-                out.append(Compare(">=", Var(g.var), Const(lo + (min(g.residues) - lo) % g.period)))
+                lo = next(simplify(l.lo) for l in y.loops if l.var == g.var)  # its least value
+                if isinstance(lo, Const):
+                    out.append(Compare(">=", Var(g.var), Const(lo.value + (min(g.residues) - lo.value) % g.period)))
         return out
 
     def over_indices(self, loop) -> bool:

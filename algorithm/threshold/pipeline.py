@@ -9,7 +9,7 @@ are tried in the order the options name them (options.py):
 - `by statement`: a program of repeated top-level statement shapes, each shape planned
   once (by the nest stage where it takes the slice, else the general one) and the waits
   that cross statements composed (compose.py);
-- `nest`: a program of loop nests (constant lower bounds, upper bounds affine in the
+- `nest`: a program of loop nests (lower bounds over the parameters, upper bounds affine in the
   parameters and enclosing indices, `if` guards on one loop index or the parameters)
   planned by arithmetic (nest.py); the waits a concrete run does not show needed go to
   the general stage's redundancy proofs;

@@ -315,7 +315,8 @@ INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j 
 
 @st.composite
 def nests(draw):
-    """Two-deep nests, rectangular or triangular (`0..i`: empty at i = 0): ops before, inside and after the inner
+    """Two-deep nests, rectangular or triangular (`0..i`: empty at i = 0), the outer one
+    from 0 or 1 (`1..N`: empty at N <= 1), the inner one from 0 or M: ops before, inside and after the inner
     loop, and after the nest, some under an `if` (with or without `else`); indices over
     one loop index, or with a parameter or the outer index beside it."""
     engines = ENGINES[:draw(st.integers(2, 3))]
@@ -346,9 +347,9 @@ def nests(draw):
         text += (" writes " + ", ".join(writes)) if writes else ""
         return text
 
-    lines.append("for i in 0..N {")
+    lines.append(f"for i in {draw(st.sampled_from(['0', '1']))}..N {{")
     lines += [guarded("  ", OUTER, OUTER_GUARDS) for _ in range(draw(st.integers(0, 2)))]
-    lines.append(f"  for j in 0..{draw(st.sampled_from(['M', 'i + 1', 'M + i', 'i']))} {{")
+    lines.append(f"  for j in {draw(st.sampled_from(['0..M', '0..i + 1', '0..M + i', '0..i', 'M..M + i + 1']))} {{")
     lines += [guarded("    ", OUTER + INNER, INNER_GUARDS) for _ in range(draw(st.integers(1, 3)))]
     lines.append("  }")
     lines += [guarded("  ", OUTER, OUTER_GUARDS) for _ in range(draw(st.integers(0, 2)))]
