@@ -127,7 +127,7 @@ def _goals(claim) -> list | None:
             return None
         case Compare():
             parts = _ge(claim)
-            return None if parts is None else [list(parts)]
+            return None if parts is None else [[g for part in parts for g in _sides(part)]]
         case Not(operand=Compare(op=op, left=a, right=b)) if op != "==":
             return _goals(Compare(_NEGATED[op], a, b))
         case And(left=a, right=b):
@@ -139,6 +139,27 @@ def _goals(claim) -> list | None:
             ga, gb = _goals(a), _goals(b)
             return None if ga is None or gb is None else ga + gb
     return None
+
+
+def _sides(form: dict, depth: int = 3) -> list:
+    """A form >= 0 with a term `-k * max(a, b)` or `+k * min(a, b)` (k > 0) as the two
+    forms with a and with b in its place, each >= 0 (it holds exactly when both do:
+    `N - max(N - 1, 0) >= 0`), a few such terms deep."""
+    for mono, k in form.items():
+        if depth and mono is not None and len(mono) == 1 and (
+                isinstance(mono[0], Max) and k < 0 or isinstance(mono[0], Min) and k > 0):
+            rest = {m: v for m, v in form.items() if m != mono}
+            out = []
+            for side in (mono[0].left, mono[0].right):
+                f = _form(side)
+                if f is None:
+                    return [form]
+                g = dict(rest)
+                for m, v in f.items():
+                    g[m] = g.get(m, 0) + k * v
+                out += _sides(_tight({m: v for m, v in g.items() if v != 0}), depth - 1)
+            return out
+    return [form]
 
 
 def _tight(form: dict) -> dict:

@@ -14,14 +14,14 @@ from hypothesis import Phase, given, settings, strategies as st
 from algorithm.threshold import bounds
 from algorithm.threshold.bounds import decide, inequalities_of
 from semantics.evaluate import eval_cond
-from semantics.ir import And, BinOp, Compare, Const, Not, Or, Var
+from semantics.ir import And, BinOp, Compare, Const, Max, Min, Not, Or, Var
 
 NAMES = ("a", "b", "c")
 BOX = 5  # each name in [-1, BOX)
 
 
 def _term(draw):
-    kind = draw(st.sampled_from(["lin", "lin", "mod", "div"]))
+    kind = draw(st.sampled_from(["lin", "lin", "mod", "div", "min", "max"]))
     lin = Const(draw(st.integers(-4, 4)))
     for n in NAMES:
         k = draw(st.integers(-2, 2))
@@ -31,6 +31,8 @@ def _term(draw):
         return BinOp("%", lin, Const(draw(st.integers(1, 3))))
     if kind == "div":
         return BinOp("//", lin, Const(draw(st.integers(1, 3))))
+    if kind in ("min", "max"):
+        return (Min if kind == "min" else Max)(lin, _term(draw))
     return lin
 
 
@@ -97,6 +99,31 @@ def test_a_fact_that_opens_a_cycle_of_eliminations_hides_no_proof():
     claim = Compare(">=", BinOp("-", BinOp("-", n, j), Const(1)), Const(0))
     for extra in ((), (Compare(">=", BinOp("-", j, i), Const(-1)),)):
         assert bounds.proved(inequalities_of(conds + extra), claim)
+
+
+def test_a_bound_on_a_max_from_above_or_a_min_from_below_is_both_sides_bounded():
+    """`N >= max(N - 1, 0)` holds where N >= 0 (each side is at most N); `N >= max(N +
+    1, 0)` does not; `min(2 * N, 3) >= 0` does."""
+    n = Var("N")
+    facts = inequalities_of([Compare(">=", n, Const(0))])
+    assert bounds.proved(facts, Compare(">=", n, Max(BinOp("-", n, Const(1)), Const(0))))
+    assert not bounds.proved(facts, Compare(">=", n, Max(BinOp("+", n, Const(1)), Const(0))))
+    assert bounds.proved(facts, Compare(">=", Min(BinOp("*", Const(2), n), Const(3)), Const(0)))
+
+
+def test_teeth_a_max_bounded_by_one_side_only_is_caught(monkeypatch):
+    """Broken: `L - max(a, b) >= 0` read as `L - a >= 0` alone proves `a >= max(a - 1,
+    b)`, false where b > a: the agreement check with brute force catches it."""
+    real = bounds._sides
+
+    def one_side(form, depth=3):
+        return real(form, depth)[:1]
+
+    n = Var("a")
+    claim = Compare(">=", n, Max(BinOp("-", n, Const(1)), Var("b")))
+    assert _agrees(tuple(_box()), claim)
+    monkeypatch.setattr(bounds, "_sides", one_side)
+    assert not _agrees(tuple(_box()), claim)
 
 
 def test_a_prover_that_rounds_the_wrong_way_is_caught(monkeypatch):
