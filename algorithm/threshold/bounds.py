@@ -127,7 +127,10 @@ def _goals(claim) -> list | None:
             return None
         case Compare():
             parts = _ge(claim)
-            return None if parts is None else [[g for part in parts for g in _sides(part)]]
+            if parts is None:
+                return None
+            sides = [g for part in parts for g in _sides(part)]
+            return [list(parts)] + ([sides] if len(sides) > len(parts) else [])
         case Not(operand=Compare(op=op, left=a, right=b)) if op != "==":
             return _goals(Compare(_NEGATED[op], a, b))
         case And(left=a, right=b):
@@ -144,7 +147,8 @@ def _goals(claim) -> list | None:
 def _sides(form: dict, depth: int = 3) -> list:
     """A form >= 0 with a term `-k * max(a, b)` or `+k * min(a, b)` (k > 0) as the two
     forms with a and with b in its place, each >= 0 (it holds exactly when both do:
-    `N - max(N - 1, 0) >= 0`), a few such terms deep."""
+    `N - max(N - 1, 0) >= 0`), a few such terms deep. An alternative to the form itself
+    (a fact about the `min` as an atom proves the form, not its sides)."""
     for mono, k in form.items():
         if depth and mono is not None and len(mono) == 1 and (
                 isinstance(mono[0], Max) and k < 0 or isinstance(mono[0], Min) and k > 0):

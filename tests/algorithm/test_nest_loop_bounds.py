@@ -49,11 +49,19 @@ def test_teeth_a_loop_counted_hi_minus_lo_times_below_its_start_is_caught(monkey
     assert _closed_form_problems(load(str(ROOT / KERNEL))) != []
 
 
-@pytest.mark.parametrize("bounds", ["i..N", "max(N - 1, 0)..N"])
+def _lower_bounded(bounds: str):
+    return parse(f"engines A B\nparam N\nfor i in 0..N {{\n  for j in {bounds} {{\n    A w writes x[j % 2]\n  }}\n"
+                 "  B r reads x[i % 2]\n}\n")
+
+
+def test_a_lower_bound_over_the_parameters_below_its_end_is_planned_exactly():
+    """`max(N - 1, 0)..N`: bounds place N at or above both sides of the `max`."""
+    assert problems(_lower_bounded("max(N - 1, 0)..N")) == []
+
+
+@pytest.mark.parametrize("bounds", ["i..N", "max(N - 1, 2)..N"])
 def test_a_lower_bound_over_an_index_or_one_that_may_pass_the_upper_is_left_to_the_later_stages(bounds):
-    """`j in i..N` (a range that shrinks as i grows) and `max(N - 1, 0)..N` (whose end
-    bounds cannot place above its start) are not in the class."""
-    program = parse(f"engines A B\nparam N\nfor i in 0..N {{\n  for j in {bounds} {{\n    A w writes x\n  }}\n"
-                    "  B r reads x\n}\n")
+    """`j in i..N` (a range that shrinks as i grows) and `max(N - 1, 2)..N` (above its
+    end at N = 0) are not in the class."""
     with pytest.raises(Unsupported):
-        nest_mod.plan_nest(program)
+        nest_mod.plan_nest(_lower_bounded(bounds))
