@@ -2,7 +2,7 @@
 remaining conservative wait or fallback with its reason.
 
     python bench/exact_bench.py [--kernels 1000] [--timeout 60] [--generator today|rich] [--seed S]
-                                [--out DIR] [--json]
+                                [--out DIR] [--json] [--verify]
 
 With `--generator today` (the default), kernels come from verify/search/generators.py
 `programs` (Hypothesis, derandomized, so the same kernels every run): loops with affine,
@@ -16,7 +16,10 @@ parameter lower bounds; the summary also counts the kernels exercising each feat
 Each kernel gets `timeout` seconds of CPU time (not wall time: the machine is shared; a
 kernel over it is listed, not counted as exact). The summary also gives how many kernels
 took over 0.1 s and over 1 s of CPU to plan, and the five slowest. With --out, every kernel with a
-conservative wait, a fallback or a timeout is written to DIR as a .sync file.
+conservative wait, a fallback or a timeout is written to DIR as a .sync file. With
+--verify, each kernel's output is also verified within bounds (`syncproof.verify`,
+Scope.BOUNDED, max_param 3: the happens-before engine), after its timed plan and
+outside the CPU totals; a verdict other than bisimilar is listed with the kernel.
 """
 
 from __future__ import annotations
@@ -70,6 +73,14 @@ def generated_rich(count: int, seed: int = 0) -> list:
     return out
 
 
+def _verdict(program) -> str:
+    """The bounded verdict on the threshold output (it plans the kernel again)."""
+    import syncproof
+
+    report = syncproof.verify(program, syncproof.VerifyOptions(scope=syncproof.Scope.BOUNDED, max_param=3))
+    return report.verdict.value if hasattr(report.verdict, "value") else str(report.verdict)
+
+
 class _Timeout(Exception):
     pass
 
@@ -90,6 +101,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="the rich generator's seed (default 0)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--verify", action="store_true",
+                        help="also verify each kernel's output within bounds (syncproof.verify, Scope.BOUNDED, "
+                             "max_param 3; not timed): a verdict other than bisimilar is listed")
     args = parser.parse_args()
     if args.generator == "rich":
         from verify.search.rich import FEATURES, features
@@ -106,6 +120,8 @@ def main() -> int:
     cases = []
     cpu_start, wall_start = time.process_time(), time.perf_counter()
     per_kernel = []  # (CPU seconds, kernel number)
+    verdicts: Counter = Counter()
+    verify_cpu = 0.0
     for n, program in enumerate(programs):
         signal.setitimer(signal.ITIMER_PROF, args.timeout)
         began = time.process_time()
@@ -130,15 +146,23 @@ def main() -> int:
                           "text": print_program(program)})
         else:
             kinds["exact"] += 1
+        if args.verify:
+            checking = time.process_time()
+            verdict = _verdict(program)
+            verify_cpu += time.process_time() - checking
+            verdicts[verdict] += 1
+            if verdict != "bisimilar":
+                cases.append({"kernel": n, "kind": f"verify: {verdict}", "notes": [], "text": print_program(program)})
     summary = {
         "generator": args.generator, **({"seed": args.seed} if args.generator == "rich" else {}),
         "kernels": len(programs), "waits": waits, "conservative_waits": conservative,
         "exact_share": round(1 - conservative / waits, 5) if waits else 1.0, "kernel_kinds": dict(kinds),
-        "cpu_seconds": round(time.process_time() - cpu_start, 1),
+        "cpu_seconds": round(time.process_time() - cpu_start - verify_cpu, 1),
         "seconds": round(time.perf_counter() - wall_start, 1),
         "over_0.1_s": sum(1 for t, _ in per_kernel if t > 0.1), "over_1_s": sum(1 for t, _ in per_kernel if t > 1),
         "slowest": [{"kernel": n, "cpu": round(t, 2)} for t, n in sorted(per_kernel, reverse=True)[:5]],
         **({"features": feature_counts} if feature_counts is not None else {}),
+        **({"verdicts": dict(verdicts)} if args.verify else {}),
         "cases": [{k: v for k, v in c.items() if k != "text"} for c in cases],
     }
     if args.out:
@@ -153,6 +177,8 @@ def main() -> int:
     print(f"kernels: {dict(kinds)}; cpu {summary['cpu_seconds']} s, wall {summary['seconds']} s")
     print(f"planned in over 0.1 s of CPU: {summary['over_0.1_s']}, over 1 s: {summary['over_1_s']}; slowest: "
           + ", ".join(f"kernel {r['kernel']} {r['cpu']} s" for r in summary["slowest"]))
+    if args.verify:
+        print(f"verified within bounds (max_param 3): {dict(verdicts)}")
     if feature_counts is not None:
         print("kernels per feature: " + ", ".join(f"{f} {n}" for f, n in feature_counts.items()))
     for c in cases:
