@@ -21,7 +21,7 @@ from fractions import Fraction
 import attrs
 
 from semantics.errors import Unsupported
-from semantics.ir import Compare, Const, IfExpr, Max, Min, Var, walk_expr
+from semantics.ir import Compare, Const, IfExpr, Max, Min, Not, Var, walk_expr
 from semantics.simplify import expr, linear, simplify
 from algorithm.threshold.reasoning import (
     FALSE, TRUE, NotNest, minus, negated, plus, product, proves, refuted, settled,
@@ -62,6 +62,10 @@ def guard_of(cond, branch: bool, loop_vars) -> Guard | object:
         else:
             holds = found.residues if branch else frozenset(range(found.period)) - found.residues
             return Guard(var, "mod", residues=holds, period=found.period)
+    if isinstance(c, Not):  # (`not c` taken is c not taken)
+        return guard_of(c.operand, not branch, loop_vars)
+    if isinstance(c, Compare) and c.op == "!=":  # (`a != b` taken is `a == b` not taken)
+        return guard_of(Compare("==", c.left, c.right), not branch, loop_vars)
     if not isinstance(c, Compare) or c.op not in (">=", "==") or not isinstance(c.right, Const):
         raise NotNest("a guard that is not a comparison over one loop index")
     lin = linear(c.left)
