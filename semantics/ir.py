@@ -433,6 +433,21 @@ def loops(program: Program) -> list[For]:
     return [s for s in walk_stmts(program.body) if isinstance(s, For)]
 
 
+def map_loops(body: tuple[Stmt, ...], fn) -> tuple[Stmt, ...]:
+    """Rebuild `body` with every loop replaced by `fn(loop)`, inner loops first (the
+    loop `fn` sees holds its mapped body)."""
+    out = []
+    for stmt in body:
+        match stmt:
+            case For():
+                out.append(fn(attrs.evolve(stmt, body=map_loops(stmt.body, fn))))
+            case If():
+                out.append(attrs.evolve(stmt, then=map_loops(stmt.then, fn), else_=map_loops(stmt.else_, fn)))
+            case _:
+                out.append(stmt)
+    return tuple(out)
+
+
 def map_ops(body: tuple[Stmt, ...], fn) -> tuple[Stmt, ...]:
     """Rebuild `body` with every op replaced by `fn(op)` (structure unchanged)."""
     out = []

@@ -55,7 +55,7 @@ import attrs
 
 from semantics.context import Site, sites
 from semantics.errors import Unsupported
-from semantics.ir import BinOp, Compare, Const, Count, For, If, Iters, Max, Program, Range, Var, walk_expr
+from semantics.ir import BinOp, Compare, Const, Count, For, If, Iters, Max, Program, Range, Var, loops, map_loops, walk_expr
 from semantics.simplify import linear, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.facts import param_bounds
@@ -157,19 +157,18 @@ def clamped(program: Program) -> Program:
     this program; its entries name ops, so they apply to the program as given."""
     params = {p.name for p in program.params}
 
-    def bound(loop: For):
+    def below(loop: For) -> bool:
         lo, hi = simplify(loop.lo), loop.hi
         if not isinstance(lo, Const) or any(isinstance(n, (Iters, Count)) for n in walk_expr(hi)) \
                 or not {n.name for n in walk_expr(hi) if isinstance(n, Var)} <= params:
-            return hi
+            return False
         least = least_bound(program, hi)
-        return hi if least is not None and least >= lo.value else simplify(Max(hi, lo))
+        return least is None or least < lo.value
 
-    def visit(body) -> tuple:
-        return tuple(attrs.evolve(s, hi=bound(s), body=visit(s.body)) if isinstance(s, For) else
-                     attrs.evolve(s, then=visit(s.then), else_=visit(s.else_)) if isinstance(s, If) else s
-                     for s in body)
-    return attrs.evolve(program, body=visit(program.body))
+    if not any(below(loop) for loop in loops(program)):
+        return program
+    return attrs.evolve(program, body=map_loops(program.body, lambda loop: attrs.evolve(
+        loop, hi=simplify(Max(loop.hi, loop.lo))) if below(loop) else loop))
 
 
 def _planned(program, conflicts, count_registers, counts, untracked):
