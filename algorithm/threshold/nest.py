@@ -61,9 +61,9 @@ from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.facts import param_bounds
 from algorithm.threshold.flat import check_index, least_bound
 from algorithm.threshold.nest_candidates import Candidate, Nest  # noqa: F401  (the stage's parts, for its tests)
-from algorithm.threshold.nest_guards import guard_of
+from algorithm.threshold.nest_guards import Guard, guard_of, parameter_residue
 from algorithm.threshold.nest_pieces import chooser, each, piece_forms, threshold_of, written
-from algorithm.threshold.reasoning import NotNest, minus, proves  # noqa: F401  (NotNest: raised here)
+from algorithm.threshold.reasoning import NotNest, minus, proves, settled  # noqa: F401  (NotNest: raised here)
 
 
 
@@ -82,7 +82,13 @@ def check_nest(program: Program) -> dict[str, Site]:
     def visit(body, around):
         for stmt in body:
             if isinstance(stmt, If):
-                guard_of(stmt.cond, True, around)  # (NotNest unless a guard of the class)
+                g = guard_of(stmt.cond, True, around)  # (NotNest unless a guard of the class)
+                if isinstance(g, Guard) and not isinstance(g.period, int):  # (`u % P == e`: P >= 1, 0 <= e < P)
+                    _, _, e = parameter_residue(settled(stmt.cond), g.var, set(around))
+                    where = param_bounds(program.params)
+                    if not (proves(where, Compare(">=", g.period, Const(1))) and proves(where, Compare(">=", e, Const(0)))
+                            and proves(where, Compare("<", e, g.period))):
+                        raise NotNest("a guard with a period over the parameters whose residue may lie outside it")
                 visit(stmt.then, around)
                 visit(stmt.else_, around)
             if isinstance(stmt, For):
@@ -117,12 +123,18 @@ def check_nest(program: Program) -> dict[str, Site]:
     visit(program.body, {})
     del visit
     least = param_bounds(program.params)
+    engines: dict = {}  # per buffer, the engines that access it
+    for site in found.values():
+        for access in (*site.op.reads, *site.op.writes):
+            engines.setdefault(access.buffer, set()).add(site.op.engine)
     for site in found.values():
         op = site.op
         if op.replica is not None or op.syncs or op.queue is not None:
             raise NotNest("peer clauses, queues or replicas")
         loop_vars = {l.var for l in site.loops}
         for access in (*op.reads, *op.writes):
+            if len(engines[access.buffer]) == 1:
+                continue  # (one engine's buffer: in-order execution, no dependence to count)
             for index in access.indices:
                 if isinstance(index, Range):
                     bounds = {n.name for e in (index.lo, index.hi) for n in walk_expr(e) if isinstance(n, Var)}

@@ -15,7 +15,7 @@ from algorithm.threshold.flat import Index
 from algorithm.threshold.nest_counts import Counts, body_of
 from algorithm.threshold.nest_equations import equation, offset_equation, pinned_equation, range_equation
 from algorithm.threshold.nest_flattened import Q, R, flattened, joint_name, rejoined
-from algorithm.threshold.nest_guards import Guard, decided, holds_at, parity_square_free
+from algorithm.threshold.nest_guards import Guard, decided, folded_floors, holds_at, parity_square_free
 from algorithm.threshold.reasoning import (
     FALSE, TRUE, NotNest, conjunction, conjuncts, minus, negated, plus, product, proves, refuted, residue, settled,
 )
@@ -248,6 +248,11 @@ class Nest(Counts):
                     lowers.append(plus(lo, Const(1)))
                 case "!=" if simplify(g.bound) == minus(subst(loop.hi, env), Const(1)):
                     uppers.append(minus(g.bound, Const(1)))
+                case "mod" if not isinstance(g.period, int):  # (`u % P == e`, P over the parameters)
+                    if mod is not None or at is not None:
+                        raise NotNest("a guard with a period over the parameters beside an index equation")
+                    (rho,) = g.residues
+                    mod = (rho, g.period)
                 case "mod" if len(g.residues) == g.period:
                     pass
                 case "mod" if not g.residues:
@@ -385,8 +390,9 @@ class Nest(Counts):
             loop = common[j].stmt
             stmts, start = loop.body, j + 1
             lead = self.iterations(loop, Var(loop.var), y_env, engine, start=x_env[loop.var])
-        return plus(lead, minus(minus(self.before(stmts, y.trail[start:], y_env, engine),
-                                      self.before(stmts, x.trail[start:], x_env, engine)), Const(1)))
+        return folded_floors(plus(lead, minus(minus(self.before(stmts, y.trail[start:], y_env, engine),
+                                                    self.before(stmts, x.trail[start:], x_env, engine)), Const(1))),
+                             self.params)
 
 
 def _pinned(common, j) -> set:

@@ -9,7 +9,7 @@ from semantics.ir import BinOp, Compare, Const, For, If, IfExpr, Iters, Program,
 from semantics.simplify import expr, linear, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.facts import domain_conds, param_bounds, subst
-from algorithm.threshold.nest_guards import Guard, count_where, guard_of, holds_at
+from algorithm.threshold.nest_guards import Guard, count_where, folded_floors, guard_of, holds_at
 from algorithm.threshold.reasoning import NotNest, minus, plus, product, proves
 
 SUMMED = "#t"  # the index a sum over a loop's iterations runs over (no kernel name has "#")
@@ -49,7 +49,7 @@ class Counts:
             elif g.op == "mod" and len(g.residues) == 1:
                 out.append(holds_at(g, Var(g.var)))
                 lo = next(simplify(l.lo) for l in y.loops if l.var == g.var)  # its least value
-                if isinstance(lo, Const):
+                if isinstance(lo, Const) and isinstance(g.period, int):
                     out.append(Compare(">=", Var(g.var), Const(lo.value + (min(g.residues) - lo.value) % g.period)))
         return out
 
@@ -122,7 +122,7 @@ class Counts:
         key = ("closed", y.op.name, engine)
         if key not in self._before_y:
             y_env = {l.var: Var(l.var) for l in y.loops}
-            self._before_y[key] = self.before(self.program.body, y.trail, y_env, engine)
+            self._before_y[key] = folded_floors(self.before(self.program.body, y.trail, y_env, engine), self.params)
         return self._before_y[key]
 
     def iters_count(self, y: Site, engine: str):
@@ -287,17 +287,19 @@ def power_sum(poly, var: str, start, stop):
 
 def _periodic_sum12(atom, var: str, start, stop, f12):
     """12 * the sum of `(s * var + c) // p` or `(s * var + c) % p` (s = 1 or -1, p a
-    constant >= 1) over var = start .. stop - 1, exact for any integers start <= stop:
+    constant or an expression over the parameters, >= 1) over var = start .. stop - 1, exact for any integers start <= stop:
     with F(n) = sum of u // p over u = 0 .. n - 1 = q * n - p * q * (q + 1) / 2 for q =
     n // p (F(n + 1) - F(n) = n // p for every integer n), the floors sum to F(stop + c) -
     F(start + c) (s = 1) or F(c - start + 1) - F(c - stop + 1) (s = -1), and e % p = e -
     p * (e // p)."""
     from semantics.simplify import expr, linear
 
-    if not (isinstance(atom, BinOp) and atom.op in ("//", "%") and isinstance(atom.right, Const)
-            and atom.right.value >= 1):
+    if not (isinstance(atom, BinOp) and atom.op in ("//", "%")) or isinstance(atom.right, Const) and atom.right.value < 1:
         raise NotNest("a count that is not a polynomial of degree <= 3 in a loop index")
-    p, form = atom.right.value, linear(atom.left)
+    # (a divisor over the parameters is at least 1: the class check proved it of every
+    # guard period and index divisor, the only ones a count meets)
+    p = atom.right if not isinstance(atom.right, Const) else Const(atom.right.value)
+    form = linear(atom.left)
     s = form.pop((Var(var),), 0)
     if s not in (1, -1) or any(k is not None and any(isinstance(n, Var) and n.name == var for a in k for n in walk_expr(a))
                                for k in form):
@@ -305,8 +307,9 @@ def _periodic_sum12(atom, var: str, start, stop, f12):
     c = expr(form)
 
     def f(n):  # 12 * F(n)
-        q = BinOp("//", n, Const(p))
-        return BinOp("-", BinOp("*", Const(12), BinOp("*", q, n)), BinOp("*", Const(6 * p), BinOp("*", q, BinOp("+", q, Const(1)))))
+        q = BinOp("//", n, p)
+        return BinOp("-", BinOp("*", Const(12), BinOp("*", q, n)),
+                     BinOp("*", BinOp("*", Const(6), p), BinOp("*", q, BinOp("+", q, Const(1)))))
 
     if s == 1:
         floors = BinOp("-", f(BinOp("+", stop, c)), f(BinOp("+", start, c)))
@@ -316,4 +319,4 @@ def _periodic_sum12(atom, var: str, start, stop, f12):
         return floors
     plain = BinOp("+", BinOp("*", Const(s), BinOp("-", f12(1, stop), f12(1, start))),
                   BinOp("*", Const(12), BinOp("*", c, BinOp("-", stop, start))))
-    return BinOp("-", plain, BinOp("*", Const(p), floors))
+    return BinOp("-", plain, BinOp("*", p, floors))

@@ -21,7 +21,7 @@ from fractions import Fraction
 import attrs
 
 from semantics.errors import Unsupported
-from semantics.ir import Compare, Const, IfExpr, Max, Min, Not, Var, walk_expr
+from semantics.ir import BinOp, Compare, Const, IfExpr, Max, Min, Not, Var, walk_expr
 from semantics.simplify import expr, linear, simplify
 from algorithm.threshold.reasoning import (
     FALSE, TRUE, NotNest, minus, negated, plus, product, proves, refuted, settled,
@@ -37,6 +37,7 @@ class Guard:
     bound: object = None
     residues: frozenset = frozenset()
     period: int = 1
+    cond: object = None  # (a period over the parameters: the condition as written, over var)
 
 
 def guard_of(cond, branch: bool, loop_vars) -> Guard | object:
@@ -62,6 +63,9 @@ def guard_of(cond, branch: bool, loop_vars) -> Guard | object:
         else:
             holds = found.residues if branch else frozenset(range(found.period)) - found.residues
             return Guard(var, "mod", residues=holds, period=found.period)
+    periodic_guard = _parameter_period(c, var, set(loop_vars), branch, cond)
+    if periodic_guard is not None:
+        return periodic_guard
     if isinstance(c, Not):  # (`not c` taken is c not taken)
         return guard_of(c.operand, not branch, loop_vars)
     if isinstance(c, Compare) and c.op == "!=":  # (`a != b` taken is `a == b` not taken)
@@ -81,18 +85,124 @@ def guard_of(cond, branch: bool, loop_vars) -> Guard | object:
     return Guard(var, op, e)
 
 
+def parameter_residue(c, var: str, loop_vars: set):
+    """(d, P, e) for a condition `(u + d) % P == e` (any spelling with the `%` term once),
+    P and e over the parameters, d too, P not a constant; else None."""
+    if not isinstance(c, Compare) or c.op != "==":
+        return None
+    lin = linear(BinOp("-", c.left, c.right))
+    terms = [(m, k) for m, k in lin.items() if m is not None and len(m) == 1 and isinstance(m[0], BinOp)
+             and m[0].op == "%" and _reads(m[0].left, {var})]
+    if len(terms) != 1 or terms[0][1] not in (1, -1):
+        return None
+    (mono, k), = terms
+    atom = mono[0]
+    rest = {m: v for m, v in lin.items() if m != mono}
+    e = simplify(expr({m: -k * v for m, v in rest.items()}))  # k * (L % P) + rest == 0
+    inner = linear(atom.left)
+    if inner.pop((Var(var),), 0) != 1 or isinstance(simplify(atom.right), Const) \
+            or any(_reads(x, loop_vars) for x in (atom.right, e, expr(inner))):
+        return None
+    return simplify(expr(inner)), simplify(atom.right), e
+
+
+def _parameter_period(c, var: str, loop_vars: set, branch: bool, written=None) -> Guard | None:
+    """`(u + d) % P == e` with a period P and a residue e over the parameters (d too):
+    the Guard of u's residue `e - d` modulo P (P >= 1 and 0 <= e <= P - 1 are the
+    class check's to prove: check_nest); None for any other shape. Only where taken:
+    its `else` holds at every residue but one, which no single residue names."""
+    found = parameter_residue(c, var, loop_vars)
+    if found is None:
+        return None
+    if not branch:
+        raise NotNest("the else of a guard with a period over the parameters")
+    d, period, e = found
+    return Guard(var, "mod", residues=frozenset({simplify(minus(e, d))}), period=period, cond=written if written is not None else c)
+
+
+def _reads(e, names: set) -> bool:
+    return any(isinstance(n, Var) and n.name in names for n in walk_expr(e))
+
+
+def period_of(g: Guard):
+    """The guard's period as an expression (a constant, or over the parameters)."""
+    return Const(g.period) if isinstance(g.period, int) else g.period
+
+
+def residue_of(r):
+    """A residue of a guard as an expression."""
+    return Const(r) if isinstance(r, int) else r
+
+
+def folded_floors(value, params: list):
+    """The value with its floors by a divisor P over the parameters that their bounds
+    (`params`) place at 1 or more written in fewer terms, for the counts of a guard with
+    a parameter period (`(i - 1 - i % K) // K`, the iterations before the latest of a
+    residue class, is `i // K - 1`):
+    - `(a + k * (e % P)) // P` as `(a + k * e) // P - k * (e // P)` where a + k * e has
+      fewer terms (e % P is e - P * (e // P); (b + P * n) // P is b // P + n);
+    - `0 // P`, `-1 // P`, `0 % P` and `-1 % P` as 0, -1, 0 and P - 1."""
+    from semantics.ir import map_expr
+    from semantics.simplify import expr as expression
+
+    def constant(e):
+        form = linear(e)
+        return form.get(None, 0) if set(form) <= {None} else None
+
+    def at_least_1(p) -> bool:
+        return proves(params, Compare(">=", p, Const(1)))
+
+    def fold(n):
+        if not isinstance(n, BinOp) or n.op not in ("//", "%") or isinstance(n.right, Const) or not at_least_1(n.right):
+            return n
+        c = constant(n.left)
+        if c in (0, -1):
+            return small_floor(n.op, c, n.right)
+        if n.op == "%":
+            return n
+        form = linear(n.left)
+        size = sum(1 for m in form if m is not None)
+        for mono, k in form.items():
+            if mono is None or len(mono) != 1 or not isinstance(k, int) or not isinstance(mono[0], BinOp) \
+                    or mono[0].op != "%" or simplify(mono[0].right) != simplify(n.right):
+                continue
+            rest = {m: v for m, v in form.items() if m != mono}
+            for m, v in linear(mono[0].left).items():
+                rest[m] = rest.get(m, 0) + k * v
+            rest = {m: v for m, v in rest.items() if v}
+            if sum(1 for m in rest if m is not None) < size:
+                inner = fold(BinOp("//", simplify(expression(rest)), n.right))
+                return minus(inner, product(Const(k), BinOp("//", mono[0].left, n.right)))
+        return n
+
+    if not any(isinstance(n, BinOp) and n.op in ("//", "%") and not isinstance(n.right, Const) for n in walk_expr(value)):
+        return value
+    return simplify(map_expr(value, fold))
+
+
+def small_floor(op: str, c: int, p):
+    """`c // p` or `c % p` for c in {0, -1} and p >= 1: 0 or -1, and 0 or p - 1."""
+    if op == "//":
+        return Const(c)
+    return Const(0) if c == 0 else minus(p, Const(1))
+
+
 def holds_at(g: Guard, value):
     """The guard's condition with its index at `value`."""
     if g.op == "mod":
         if len(g.residues) == 0:
             return FALSE
-        if len(g.residues) == g.period:
+        if isinstance(g.period, int) and len(g.residues) == g.period:
             return TRUE
         if len(g.residues) > 1:
             raise NotNest("a guard that holds at several residues")
         (r,) = g.residues
         from semantics.ir import BinOp
 
+        if g.cond is not None:  # (the condition as written, at the value: as the counts spell it)
+            from algorithm.threshold.facts import subst
+
+            return g.cond if value == Var(g.var) else settled(subst(g.cond, {g.var: value}))
         return settled(Compare("==", BinOp("%", value, Const(g.period)), Const(r)))
     return settled(Compare(g.op, value, g.bound))
 
@@ -115,13 +225,20 @@ def count_where(g: Guard, start, stop):
                                    IfExpr(Compare("<", g.bound, stop), Const(1), Const(0)), Const(0)))
         case "!=":
             return minus(length, count_where(attrs.evolve(g, op="=="), start, stop))
+        case "mod" if not isinstance(g.period, int):
+            # u == r (mod P) in [s, t), P over the parameters (>= 1): ceil((t - r) / P) -
+            # ceil((s - r) / P), as (t - r + P - 1) // P - (s - r + P - 1) // P (a residue
+            # `K - 1` leaves `t // K - s // K`)
+            (r,) = g.residues
+            shift = plus(minus(g.period, r), Const(-1))
+            return simplify(minus(BinOp("//", plus(stop, shift), g.period), BinOp("//", plus(start, shift), g.period)))
         case "mod":
             # u == r (mod p) in [s, t): ceil((t - r) / p) - ceil((s - r) / p)
             #   = (r - s) // p - (r - t) // p (floors a sum over t can take: reasoning.power_sum)
             total = Const(0)
             for r in sorted(g.residues):
-                total = plus(total, minus(BinOp("//", minus(Const(r), start), Const(g.period)),
-                                          BinOp("//", minus(Const(r), stop), Const(g.period))))
+                total = plus(total, minus(BinOp("//", minus(residue_of(r), start), period_of(g)),
+                                          BinOp("//", minus(residue_of(r), stop), period_of(g))))
             return simplify(total)
     raise AssertionError(g.op)
 

@@ -190,12 +190,15 @@ def _by_bounds(facts: list, claim) -> bool:
     from semantics.ir import IfExpr, map_expr
     from semantics.printer import print_expr
 
+    if any(isinstance(simplify(a.left), Const) for a in _moduli(claim)):
+        claim = _constant_floors(claim, facts)
     choice = next((n for n in walk_expr(claim) if isinstance(n, IfExpr)), None)
     if choice is not None:  # each way its condition goes (every `if` of that condition at once)
         c = choice.cond
         return all(proves([*facts, way], settled(map_expr(claim, lambda n: (n.then if taken else n.else_)
                                                           if isinstance(n, IfExpr) and n.cond == c else n)))
-                   for way, taken in ((settled(c), True), (settled(negated(c)), False)) if way != FALSE)
+                   for way, taken in ((settled(c), True), (settled(negated(c)), False))
+                   if way != FALSE and not _excluded(way, facts))
     forms = inequalities_of([*facts, *_residue_ranges(facts, claim)])
     if proved(forms, claim):
         return True
@@ -217,6 +220,36 @@ def _by_bounds(facts: list, claim) -> bool:
         if FALSE not in known and not proved(inequalities_of(known), case):
             return False
     return True
+
+
+def _constant_floors(claim, facts: list):
+    """The claim with `k // P` and `k % P` (k a constant, P over the parameters) written
+    as their values where the facts place k in 0 .. P - 1 or -P .. -1 (`-1 // K` is -1
+    for K >= 1: a count at a loop's first iteration). A product of such a term cannot be
+    bounded as an atom; its value can."""
+    from semantics.ir import map_expr
+
+    def value(n):
+        if not (isinstance(n, BinOp) and n.op in ("//", "%") and not isinstance(n.right, Const)):
+            return n
+        k = simplify(n.left)
+        if not isinstance(k, Const) or not proves(facts, Compare(">=", n.right, Const(1))):
+            return n
+        placed = _placed(k, n.right, lambda c: proves(facts, c))
+        if placed is None:
+            return n
+        if n.op == "%":
+            return placed
+        return Const(0) if placed == k else Const(-1)
+
+    return settled(map_expr(claim, value))
+
+
+def _excluded(way, facts: list) -> bool:
+    """Whether a fact is the negation of the way an `if` goes (`a != b` of `a == b`, as
+    spelled either side of settling): that way holds nowhere the facts do."""
+    return settled(negated(way)) in facts or (isinstance(way, Compare) and way.op == "==" and any(
+        isinstance(f, Compare) and f.op == "!=" and settled(Compare("==", f.left, f.right)) == way for f in facts))
 
 
 def _few_values(facts: list, claim):
@@ -251,17 +284,28 @@ def _few_values(facts: list, claim):
 def _residue_ranges(facts: list, claim) -> list:
     """`0 <= e % P <= P - 1` for each term of the claim and the facts whose divisor P is
     not a constant, where the facts prove P >= 1 (a negative P would leave it in P + 1 ..
-    0); and its value where they place e in 0 .. P - 1 or -P .. -1."""
+    0); and its value where they place e in 0 .. P - 1 or -P .. -1. For `e // P` there,
+    its value 0 or -1 (a count of a guard with a parameter period, `i // K` where i < K)."""
     atoms = {a for c in (*facts, claim) for a in _moduli(c)}
     if not atoms:
         return []
     forms, out = inequalities_of(facts), []
+    floors = []
     for a in sorted(atoms, key=repr):
         if not proved(forms, Compare(">=", a.right, Const(1))):
+            continue
+        if a.op == "//":
+            floors.append(a)  # (placed with the residues' ranges, below)
             continue
         value = _placed(a.left, a.right, lambda c: proved(forms, c))
         out += [Compare("==", a, value)] if value is not None else \
             [Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1)))]
+    if floors:
+        forms = inequalities_of([*facts, *out])
+        for a in floors:
+            value = _placed(a.left, a.right, lambda c: proved(forms, c))
+            if value is not None:
+                out.append(Compare("==", a, Const(0) if value == a.left else Const(-1)))
     return out
 
 
@@ -287,8 +331,9 @@ def residue(e, p, facts):
 
 @functools.lru_cache(maxsize=1 << 14)
 def _moduli(c) -> frozenset:
-    """The `e % P` terms of a condition whose divisor P is not a constant."""
-    return frozenset(n for n in walk_expr(c) if isinstance(n, BinOp) and n.op == "%" and not isinstance(n.right, Const))
+    """The `e % P` and `e // P` terms of a condition whose divisor P is not a constant."""
+    return frozenset(n for n in walk_expr(c) if isinstance(n, BinOp) and n.op in ("%", "//")
+                     and not isinstance(n.right, Const))
 
 
 def refuted(facts: list, c) -> bool:

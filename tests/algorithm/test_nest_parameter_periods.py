@@ -1,0 +1,152 @@
+"""The nest stage on guards whose period is over the parameters (`k % K == K - 1`,
+`i % (D + 1) == D`): the guard is one residue class of its index, counted with floors
+by the period. Expected values come from brute force (tests/support/nest_plans.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from algorithm.registry import get_strategy
+from algorithm.threshold import nest, nest_candidates, nest_counts, nest_guards, reasoning
+from algorithm.threshold.reasoning import NotNest, proves
+from semantics.ir import BinOp, Compare, Const, IfExpr, Var
+from semantics.parser import parse
+from semantics.printer import print_expr
+from syncproof import load
+
+from tests.support.corpus import ROOT
+from tests.support.nest_plans import problems
+
+KERNEL = "tests/data/nest/period_over_parameters.sync"
+TRIANGULAR = "tests/data/nest/period_over_parameters_triangular.sync"
+
+
+def _kernel():
+    return load(str(ROOT / KERNEL))
+
+
+def test_guards_with_a_parameter_period_are_planned_exactly_by_the_nest_stage(monkeypatch):
+    import algorithm.threshold.pipeline as pipeline
+
+    program = _kernel()
+    assert problems(program, hi=4) == []
+
+    def refuse(*_):
+        raise AssertionError("the general stage ran")
+
+    monkeypatch.setitem(pipeline.STAGES, "general", refuse)
+    result = get_strategy("threshold")(program)
+    assert not result.stats.conservative
+    # the consumer of the partial result waits on the engine's own count: no arithmetic
+    mm = next(s for s in result.program.body[0].body[0].body if getattr(s, "name", None) == "mm")
+    assert "count(ACT)" in print_expr(next(w.threshold for w in mm.waits if w.engine == "ACT"))
+
+
+@pytest.mark.parametrize("guard, why", [
+    ("i % K == K", "residue"),  # K is never a residue of K
+    ("i % K == 1", "residue"),  # 1 is not a residue of K = 1
+    ("i % (K - 2) == 0", "residue"),  # the period may be below 1
+])
+def test_a_guard_whose_residue_may_lie_outside_its_period_is_outside_the_class(guard, why):
+    program = parse(f"engines A B\nparam N, K >= 1\nfor i in 0..N {{\n  A w writes x\n"
+                    f"  if {guard} {{\n    B r reads x\n  }}\n}}\n")
+    with pytest.raises(NotNest, match=why):
+        nest.check_nest(program)
+
+
+def test_the_else_of_a_guard_with_a_parameter_period_is_outside_the_class():
+    program = parse("engines A B\nparam N, K >= 1\nfor i in 0..N {\n  A w writes x\n"
+                    "  if i % K == 0 {\n    B r reads x\n  } else {\n    B s reads x\n  }\n}\n")
+    with pytest.raises(NotNest, match="else of a guard"):
+        nest.plan_nest(program)
+
+
+def test_an_index_divided_by_a_parameter_is_in_the_class_only_on_a_buffer_of_one_engine():
+    text = "engines A B\nparam N, K >= 1\nfor i in 0..N {{\n  A w writes o[i // K]\n  B r reads {read}\n}}\n"
+    nest.check_nest(parse(text.format(read="x")))
+    with pytest.raises(NotNest, match="divisor"):
+        nest.check_nest(parse(text.format(read="o[i // K]")))
+
+
+def test_teeth_a_count_of_a_residue_class_off_by_one_is_caught(monkeypatch):
+    """Broken: the count of a residue class over [s, t) taken over [s, t]."""
+    from semantics.ir import BinOp as B
+
+    real = nest_guards.count_where
+
+    def one_more(g, start, stop):
+        if isinstance(g.period, int):
+            return real(g, start, stop)
+        return real(g, start, B("+", stop, Const(1)))
+
+    for module in (nest_guards, nest_counts):
+        monkeypatch.setattr(module, "count_where", one_more)
+    assert problems(_kernel(), hi=4) != []
+
+
+def test_teeth_a_floor_by_the_period_read_as_zero_is_caught(monkeypatch):
+    """Broken: `-1 // P` folded to 0 (it is -1 for every P >= 1)."""
+    real = nest_guards.small_floor
+    monkeypatch.setattr(nest_guards, "small_floor", lambda op, c, p: Const(0) if op == "//" else real(op, c, p))
+    assert problems(_kernel(), hi=4) != []
+
+
+def test_a_way_of_an_if_that_a_fact_excludes_is_not_asked():
+    """Bounds take an `if`-expression each way its condition goes; the way a fact `a != b`
+    excludes (`a == b`) is not one: `(if i % P == D then 1 else 0) <= 0` where
+    `i % P - D != 0`."""
+    p = BinOp("%", Var("i"), BinOp("+", Var("D"), Const(1)))
+    cond = Compare("==", p, Var("D"))
+    facts = [Compare(">=", Var("D"), Const(0)), Compare(">=", Var("i"), Const(0)),
+             reasoning.settled(reasoning.negated(cond))]
+    assert proves(facts, Compare("<=", IfExpr(cond, Const(1), Const(0)), Const(0)))
+    assert not proves(facts[:2], Compare("<=", IfExpr(cond, Const(1), Const(0)), Const(0)))
+
+
+def test_a_floor_of_an_index_below_its_parameter_divisor_is_zero():
+    """`i // K` is 0 where the facts place i in 0 .. K - 1 (through `i % K`'s range)."""
+    k = Var("K")
+    facts = [Compare(">=", k, Const(1)), Compare(">=", Var("i"), Const(0)),
+             Compare("<=", BinOp("-", Var("i"), BinOp("%", Var("i"), k)), Const(0))]
+    assert proves(facts, Compare("<=", BinOp("//", Var("i"), k), Const(0)))
+    assert not proves(facts[:2], Compare("<=", BinOp("//", Var("i"), k), Const(0)))
+
+
+def _closed_form_problems(path: str) -> list[str]:
+    """Where the stage's closed forms (no `count(F)` register: the sums themselves) differ
+    from T_min."""
+    from algorithm.threshold.plan import Plan, PlanEntry
+    from tests.support.exactness import exactness_problems
+
+    program = load(str(ROOT / path))
+    planned, _ = nest.plan_nest(program, count_registers=False)
+    return exactness_problems(program, Plan([PlanEntry(op, engine, t, True) for op, engine, t, *_ in planned]), hi=5)
+
+
+def test_a_sum_of_floors_by_a_parameter_period_is_exact():
+    assert _closed_form_problems(TRIANGULAR) == []
+    assert _closed_form_problems(KERNEL) == []
+
+
+def test_teeth_a_sum_of_floors_by_a_parameter_off_by_one_is_caught(monkeypatch):
+    """Broken: the sum of `(j + c) // P` over a range one more than it is, for P over the
+    parameters (constant periods as they are)."""
+    real = nest_counts._periodic_sum12
+
+    def one_more(atom, var, start, stop, f12):
+        found = real(atom, var, start, stop, f12)
+        return found if isinstance(atom.right, Const) else BinOp("+", found, Const(12))
+
+    monkeypatch.setattr(nest_counts, "_periodic_sum12", one_more)
+    assert _closed_form_problems(TRIANGULAR) != []
+
+
+def test_bounds_read_a_constant_over_a_parameter_divisor_as_its_value():
+    """`-1 // K` is -1 and `-1 % K` is K - 1 for K >= 1: a sum's closed form at a loop's
+    first iteration holds products of them, which bounds cannot bound as atoms."""
+    k = Var("K")
+    floor = BinOp("//", Const(-1), k)
+    claim = Compare("<=", BinOp("+", BinOp("*", k, BinOp("*", floor, floor)), BinOp("*", k, floor)), Const(0))
+    assert proves([Compare(">=", k, Const(1))], claim)
+    assert proves([Compare(">=", k, Const(1))], Compare("==", BinOp("%", Const(-1), k), BinOp("-", k, Const(1))))
+    assert not proves([Compare(">=", k, Const(0))], claim)  # (K = 0: no value)
