@@ -229,6 +229,7 @@ class Nest(Counts):
         lo = simplify(loop.lo)
         ub = minus(Var(var), Const(1)) if diverging else minus(subst(loop.hi, env), Const(1))
         lowers, uppers, at, mod, conds = [lo, *lows], [ub, *highs], None, None, []
+        others = []  # guards `not u % P == e`
         match constraint:
             case ("mod", r, p):
                 mod = (r, p)
@@ -248,6 +249,11 @@ class Nest(Counts):
                     lowers.append(plus(lo, Const(1)))
                 case "!=" if simplify(g.bound) == minus(subst(loop.hi, env), Const(1)):
                     uppers.append(minus(g.bound, Const(1)))
+                case "!mod":  # (every residue of P but one: the top, else the one below it)
+                    if at is not None:
+                        conds.append(holds_at(g, at))
+                    else:
+                        others.append(g)
                 case "mod" if not isinstance(g.period, int):  # (`u % P == e`, P over the parameters)
                     if mod is not None or at is not None:
                         raise NotNest("a guard with a period over the parameters beside an index equation")
@@ -290,6 +296,18 @@ class Nest(Counts):
                     split.append((minus(top, Const(k)), [*cs, settled(Compare(
                         "==", BinOp("%", minus(top, mod[0]), Const(mod[1])), Const(k)))]))
             ways = split
+        if others and (mod is not None or at is not None):
+            raise NotNest("the else of a guard with a period over the parameters beside an equation on its index")
+        below = set()  # ways whose top is one below a top that the guards exclude (its existence asked)
+        for g in others:  # u % P != r: the top where it holds there, else the one below it where P >= 2
+            # (with P = 1 no value holds it)
+            split = []
+            for top, cs in ways:
+                split.append((top, [*cs, holds_at(g, top)]))
+                below.add(len(split))
+                split.append((minus(top, Const(1)), [*cs, settled(negated(holds_at(g, top))),
+                                                     settled(Compare(">=", g.period, Const(2)))]))
+            ways = split
         out = []
         for n, (top, cs) in enumerate(ways):
             facts = []
@@ -307,8 +325,8 @@ class Nest(Counts):
             else:
                 value = top
                 plain = len(lowers) == 1 and len(uppers) == 1
-                exists = [] if plain and self.over_indices(loop) and not diverging and self.never_empty(loop, loops) \
-                    else [Compare(">=", top, low) for low in lowers]
+                exists = [] if plain and n not in below and self.over_indices(loop) and not diverging \
+                    and self.never_empty(loop, loops) else [Compare(">=", top, low) for low in lowers]
             if not guards:
                 exists = [e for e in exists if not self._witnessed(y, loop, constraint, e, not diverging)]
             out.append((value, [*conds, *cs, *exists], facts))

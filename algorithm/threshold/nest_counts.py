@@ -46,6 +46,8 @@ class Counts:
         for g in self.guards[y.op.name]:
             if not isinstance(g, Guard):
                 out.append(g)  # (over the parameters: `e % m >= 1` for `not e % m == 0`)
+            elif g.op == "!mod":
+                out.append(holds_at(g, Var(g.var)))
             elif g.op == "mod" and len(g.residues) == 1:
                 out.append(holds_at(g, Var(g.var)))
                 lo = next(simplify(l.lo) for l in y.loops if l.var == g.var)  # its least value

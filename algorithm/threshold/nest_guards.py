@@ -109,15 +109,15 @@ def parameter_residue(c, var: str, loop_vars: set):
 def _parameter_period(c, var: str, loop_vars: set, branch: bool, written=None) -> Guard | None:
     """`(u + d) % P == e` with a period P and a residue e over the parameters (d too):
     the Guard of u's residue `e - d` modulo P (P >= 1 and 0 <= e <= P - 1 are the
-    class check's to prove: check_nest); None for any other shape. Only where taken:
-    its `else` holds at every residue but one, which no single residue names."""
+    class check's to prove: check_nest), or where not taken of every other residue
+    (op "!mod"); None for any other shape."""
     found = parameter_residue(c, var, loop_vars)
     if found is None:
         return None
-    if not branch:
-        raise NotNest("the else of a guard with a period over the parameters")
     d, period, e = found
-    return Guard(var, "mod", residues=frozenset({simplify(minus(e, d))}), period=period, cond=written if written is not None else c)
+    written = written if isinstance(written, Compare) and written.op == "==" else c
+    return Guard(var, "mod" if branch else "!mod", residues=frozenset({simplify(minus(e, d))}), period=period,
+                 cond=written if branch else Compare("!=", written.left, written.right))
 
 
 def _reads(e, names: set) -> bool:
@@ -189,6 +189,10 @@ def small_floor(op: str, c: int, p):
 
 def holds_at(g: Guard, value):
     """The guard's condition with its index at `value`."""
+    if g.op == "!mod":  # (the `else` of `u % P == e`: its condition as written, negated)
+        from algorithm.threshold.facts import subst
+
+        return g.cond if value == Var(g.var) else settled(subst(g.cond, {g.var: value}))
     if g.op == "mod":
         if len(g.residues) == 0:
             return FALSE

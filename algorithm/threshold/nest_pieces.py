@@ -358,7 +358,8 @@ def written(pieces, choice):
     out = Const(0)
     for disjuncts, forms in reversed(pieces):
         form = Max(choice(forms[1]), choice(forms[2])) if forms[0] == "max" else choice(forms)
-        out = form if TRUE in disjuncts else IfExpr(disjunction([spelled(d) for d in disjuncts]), form, out)
+        either = TRUE if TRUE in disjuncts else disjunction([spelled(d) for d in disjuncts])
+        out = form if either == TRUE else IfExpr(either, form, out)
     return out
 
 

@@ -113,6 +113,11 @@ def conjunction(*conds):
 
 
 def disjunction(conds):
+    """`c1 or c2 or ...`; TRUE where one is the negation of another (`k % K == 0 or
+    k % K != 0`: the two branches of a guard)."""
+    spelled = [simplify_cond(c) for c in conds]
+    if any(simplify_cond(negated(c)) in spelled for c in spelled if isinstance(c, Compare)):
+        return TRUE
     out = conds[0]
     for c in conds[1:]:
         out = Or(out, c)
@@ -172,7 +177,7 @@ def _proves(facts: list, claim) -> bool:
     stage wrote as failed: bounds read no `!=`), each residue class of the names under a
     constant `%` in turn (bounds.by_residues: `(i - 1 - m) % 2` is 0 where `m % 2 != i %
     2`)."""
-    if _by_bounds(facts, claim):
+    if FALSE in facts or _by_bounds(facts, claim):  # (a fact settled false: nowhere to refute the claim)
         return True
     return any(_residue_disequality(f) for f in facts) and by_residues(facts, claim)
 

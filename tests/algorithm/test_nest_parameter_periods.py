@@ -19,6 +19,8 @@ from tests.support.nest_plans import problems
 
 KERNEL = "tests/data/nest/period_over_parameters.sync"
 TRIANGULAR = "tests/data/nest/period_over_parameters_triangular.sync"
+ELSE = "tests/data/nest/period_over_parameters_else.sync"
+ELSE_ONLY = "tests/data/nest/period_over_parameters_else_only.sync"
 
 
 def _kernel():
@@ -54,11 +56,36 @@ def test_a_guard_whose_residue_may_lie_outside_its_period_is_outside_the_class(g
         nest.check_nest(program)
 
 
-def test_the_else_of_a_guard_with_a_parameter_period_is_outside_the_class():
-    program = parse("engines A B\nparam N, K >= 1\nfor i in 0..N {\n  A w writes x\n"
-                    "  if i % K == 0 {\n    B r reads x\n  } else {\n    B s reads x\n  }\n}\n")
-    with pytest.raises(NotNest, match="else of a guard"):
-        nest.plan_nest(program)
+def test_the_else_of_a_guard_with_a_parameter_period_is_planned_exactly():
+    """`if k % K == 0 {...} else {...}`: the else holds at every residue but one (its free
+    index: the top where it holds, else the one below). Every wait is a register or an
+    index (the general stage leaves the load's wait conservative here)."""
+    from semantics.evaluate import arithmetic_ops
+    from semantics.ir import Op, walk_stmts
+
+    program = load(str(ROOT / ELSE))
+    assert problems(program, hi=5) == []
+    assert _closed_form_problems(ELSE) == []
+    result = get_strategy("threshold")(program)
+    assert not result.stats.conservative
+    assert sum(arithmetic_ops(w.threshold) for s in walk_stmts(result.program.body) if isinstance(s, Op)
+               for w in s.waits) == 0
+
+
+def test_the_else_alone_is_planned_exactly_for_every_period():
+    """The else holds the only op of its engine: at K = 1 it never runs, and the index
+    below a top the guard takes is no candidate (a regression: it was, at K = 1)."""
+    program = load(str(ROOT / ELSE_ONLY))
+    assert problems(program, hi=5) == []
+    assert _closed_form_problems(ELSE_ONLY) == []
+    assert not get_strategy("threshold")(program).stats.conservative
+
+
+def test_teeth_the_else_taking_its_top_always_is_caught(monkeypatch):
+    """Broken: the free index under `k % K != r` at its top whether the guard holds there or not."""
+    real = nest_guards.holds_at
+    monkeypatch.setattr(nest_candidates, "holds_at", lambda g, v: reasoning.TRUE if g.op == "!mod" else real(g, v))
+    assert problems(load(str(ROOT / ELSE_ONLY)), hi=5) != []
 
 
 def test_an_index_divided_by_a_parameter_is_in_the_class_only_on_a_buffer_of_one_engine():
@@ -150,3 +177,20 @@ def test_bounds_read_a_constant_over_a_parameter_divisor_as_its_value():
     assert proves([Compare(">=", k, Const(1))], claim)
     assert proves([Compare(">=", k, Const(1))], Compare("==", BinOp("%", Const(-1), k), BinOp("-", k, Const(1))))
     assert not proves([Compare(">=", k, Const(0))], claim)  # (K = 0: no value)
+
+
+def test_a_fact_settled_false_proves_any_claim():
+    """Where a condition settles false (`0 >= 1` at a pinned index), there is no point to
+    refute a claim: two candidates' counts need not agree where neither exists."""
+    k = Var("k")
+    facts = [Compare(">=", Var("K"), Const(1)), Compare(">=", k, Const(0))]
+    claim = Compare("==", Const(0), BinOp("%", BinOp("-", k, Const(1)), Var("K")))
+    assert reasoning.proves_where(claim, [Compare("<", k, Const(1)), Compare(">=", k, Const(1))], facts, {},
+                                  {"k": 0, "K": 1})
+    assert not reasoning.proves_where(claim, [Compare("<", k, Const(1))], facts, {}, {"k": 0, "K": 1})
+
+
+def test_a_disjunction_of_a_condition_and_its_negation_is_true():
+    c = Compare("==", BinOp("%", Var("k"), Var("K")), Const(0))
+    assert reasoning.disjunction([c, reasoning.negated(c)]) == reasoning.TRUE
+    assert reasoning.disjunction([c, Compare(">=", Var("k"), Const(1))]) != reasoning.TRUE
