@@ -308,17 +308,18 @@ ENGINES = ["E0", "E1", "E2"]
 OUTER = ["i % 2", "(i + 1) % 2", "i", "0", "1", "0..2", "0..M", None, "(i + N) % 2", "i % (M + 1)", "1..M"]
 INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None, "(j + M) % 2", "(i + j) % 2", "(j + 1) % (N + 1)",
          "(i * M + j) % 2", "i * M + j"]
-OUTER_GUARDS = ["i % 2 == 0", "i == 0", "i >= 1", "i + 1 < N", "i < M", "N > 1"]
+OUTER_GUARDS = ["i % 2 == 0", "i == 0", "i >= 1", "i + 1 < N", "i < M", "N > 1", "i % (M + 1) == M"]
 INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j == i", "j < i", "j >= i", "j >= 2 * i",
-                "2 * i + 1 > j"]
+                "2 * i + 1 > j", "j % (M + 1) == 0", "(j + 1) % (N + 1) == N"]
 
 
 @st.composite
 def nests(draw):
     """Two-deep nests, rectangular or triangular (`0..i`: empty at i = 0), the outer one
     from 0 or 1 (`1..N`: empty at N <= 1), the inner one from 0 or M: ops before, inside and after the inner
-    loop, and after the nest, some under an `if` (with or without `else`); indices over
-    one loop index, or with a parameter or the outer index beside it."""
+    loop, and after the nest, some under an `if` (with or without `else`; periods over
+    the parameters among the guards: `j % (M + 1) == 0`); indices over one loop index,
+    or with a parameter or the outer index beside it."""
     engines = ENGINES[:draw(st.integers(2, 3))]
     buffers = ["a", "b"]
     lines = ["engines " + " ".join(engines), f"param N >= {draw(st.integers(0, 1))}",
