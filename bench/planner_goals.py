@@ -13,6 +13,8 @@ its own row; peak memory of that process):
   shape of region once);
 - a prefetching ring whose depth is a parameter (slots `% (D + 1)`,
   tests/data/threshold_cases/ring_prefetch_runtime_depth.sync);
+- guards whose period is a parameter (`k % K == K - 1`, `if k % K == 0 ... else ...`:
+  tests/data/nest/period_over_parameters*.sync);
 - one loop body of 1,000 and 10,000 ops over 5 engines (bench/generate.py wide_body_kernel);
 - the chain of pipelined loop nests (bench/generate.py chain_kernel) at 1,000 ops, and with
   --large at 100,000 ops (< 20 s, < 1 GiB), under `threshold` and under `barrier`;
@@ -106,6 +108,11 @@ def main() -> int:
         goals.append(("barrier_slow_mod_k, strategy barrier", [f"barrier@{REPRO / 'barrier_slow_mod_k.sync'}"], 0.1, None))
     goals.append(("prefetching ring with a run-time depth", [str(ROOT / "tests/data/threshold_cases/ring_prefetch_runtime_depth.sync")],
                   0.1, None))
+    for name, data in (("guards with a parameter period", "period_over_parameters"),
+                       ("the same in a triangular loop", "period_over_parameters_triangular"),
+                       ("blocked accumulation (`k % K == 0` and its else)", "period_over_parameters_else"),
+                       ("the else alone holding an engine's op", "period_over_parameters_else_only")):
+        goals.append((name, [str(ROOT / f"tests/data/nest/{data}.sync")], 0.1, None))
     goals += [("wide body, 1,000 ops", ["gen:wide_body_kernel(1000)"], 1.0, 200),
               ("wide body, 10,000 ops", ["gen:wide_body_kernel(10000)"], 15.0, None),
               ("chain, 1,000 ops", ["gen:chain_kernel(250)"], 0.2, None),
