@@ -180,6 +180,43 @@ def folded_floors(value, params: list):
     return simplify(map_expr(value, fold))
 
 
+def floor_steps(value, facts: list):
+    """The value with each floor `(L + c1) // P` by a divisor over the parameters written
+    against another floor of it, `(L + c2) // P` with c1 < c2 and c2 - c1 <= P (by the
+    facts): `(L + c2) // P - (if (L + c2) % P < c2 - c1 then 1 else 0)`, the `if` decided
+    by the facts where they can (`(k - 2) // K - (k - 1) // K` is 0 where `(k - 1) % K !=
+    0`: the else of a guard with a parameter period, one step back); else itself."""
+    from semantics.ir import map_expr
+    from semantics.simplify import expr as expression
+
+    floors = {n for n in walk_expr(value) if isinstance(n, BinOp) and n.op == "//" and not isinstance(n.right, Const)}
+    if len(floors) < 2:
+        return value
+    groups: dict = {}
+    for f in floors:
+        form = linear(f.left)
+        c = form.pop(None, 0)
+        if type(c) is int:
+            groups.setdefault((simplify(f.right), simplify(expression(form))), []).append((c, f))
+    swap = {}
+    for (p, rest), members in groups.items():
+        if len(members) < 2:
+            continue
+        top, base = max(members, key=lambda m: m[0])
+        for c, f in members:
+            d = top - c
+            if d and proves(facts, Compare(">=", p, Const(d))):
+                swap[f] = steps_back(base, d)
+    if not swap:
+        return value
+    return decided(simplify(map_expr(value, lambda n: swap.get(n, n))), facts)
+
+
+def steps_back(base, d: int):
+    """`(x - d) // P` against `base` = `x // P`, for 0 <= d <= P: one less where x % P < d."""
+    return minus(base, IfExpr(Compare("<", BinOp("%", base.left, base.right), Const(d)), Const(1), Const(0)))
+
+
 def small_floor(op: str, c: int, p):
     """`c // p` or `c % p` for c in {0, -1} and p >= 1: 0 or -1, and 0 or p - 1."""
     if op == "//":

@@ -15,7 +15,7 @@ from semantics.context import Site
 from semantics.ir import BinOp, Compare, Const, Count, IfExpr, Iters, Max, Var, map_expr, walk_expr
 from semantics.simplify import simplify
 from algorithm.threshold.facts import subst
-from algorithm.threshold.nest_guards import decided, unperiodic
+from algorithm.threshold.nest_guards import decided, floor_steps, unperiodic
 from algorithm.threshold.reasoning import (
     FALSE, TRUE, NotNest, conjunction, conjuncts, contradictory, disjunction, finite_values, fixed_value, minus, negated, pin,
     proves,
@@ -191,7 +191,7 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         if condition == FALSE or failed and any(refuted([*domain, *failed], k) for k in conjuncts(condition)):
             continue  # missing wherever the earlier ones are
         where = [*domain, *failed, *conjuncts(condition)]
-        gap = unperiodic(gap, where)
+        gap = floor_steps(unperiodic(gap, where), where)
         mine = set(conjuncts(condition))
         if any(set(conjuncts(d)) <= mine for piece in pieces for d in piece.conditions):
             continue  # it exists only where an earlier one does

@@ -305,6 +305,9 @@ def _residue_ranges(facts: list, claim) -> list:
         value = _placed(a.left, a.right, lambda c: proved(forms, c))
         out += [Compare("==", a, value)] if value is not None else \
             [Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1)))]
+        if value is None and any(isinstance(f, Compare) and f.op == "!=" and {f.left, f.right} == {a, Const(0)}
+                                 for f in facts):
+            out.append(Compare(">=", a, Const(1)))  # (`e % P != 0`: at least 1)
     if floors:
         forms = inequalities_of([*facts, *out])
         for a in floors:

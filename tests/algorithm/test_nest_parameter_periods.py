@@ -81,6 +81,24 @@ def test_the_else_alone_is_planned_exactly_for_every_period():
     assert not get_strategy("threshold")(program).stats.conservative
 
 
+def test_a_floor_one_step_back_is_written_against_the_later_one(monkeypatch):
+    """`(k - 2) // K` beside `(k - 1) // K` is `(k - 1) // K - (if (k - 1) % K < 1 then 1
+    else 0)`, decided where `(k - 1) % K != 0`: the reset after an accumulation waits on
+    the register alone where a producer exists. Broken (no step back): caught."""
+    program = load(str(ROOT / ELSE_ONLY))
+    reset = _waits(get_strategy("threshold")(program).program)["reset"]
+    assert "count(PE)" in reset and "//" not in reset
+    monkeypatch.setattr(nest_guards, "steps_back", lambda base, d: base)
+    assert problems(program, hi=5) != []
+
+
+def _waits(program) -> dict:
+    from semantics.ir import Op, walk_stmts
+
+    return {s.name: "; ".join(print_expr(w.threshold) for w in s.waits) for s in walk_stmts(program.body)
+            if isinstance(s, Op)}
+
+
 def test_teeth_the_else_taking_its_top_always_is_caught(monkeypatch):
     """Broken: the free index under `k % K != r` at its top whether the guard holds there or not."""
     real = nest_guards.holds_at
@@ -194,3 +212,11 @@ def test_a_disjunction_of_a_condition_and_its_negation_is_true():
     c = Compare("==", BinOp("%", Var("k"), Var("K")), Const(0))
     assert reasoning.disjunction([c, reasoning.negated(c)]) == reasoning.TRUE
     assert reasoning.disjunction([c, Compare(">=", Var("k"), Const(1))]) != reasoning.TRUE
+
+
+def test_bounds_read_a_residue_by_a_parameter_other_than_zero_as_at_least_one():
+    k, p = Var("k"), Var("K")
+    residue = BinOp("%", BinOp("-", k, Const(1)), p)
+    facts = [Compare(">=", p, Const(1)), Compare("!=", residue, Const(0))]
+    assert proves(facts, Compare(">=", residue, Const(1)))
+    assert not proves(facts[:1], Compare(">=", residue, Const(1)))
