@@ -15,7 +15,8 @@ from algorithm.threshold.flat import Index
 from algorithm.threshold.nest_counts import Counts, body_of
 from algorithm.threshold.nest_equations import equation, offset_equation, pinned_equation, range_equation
 from algorithm.threshold.nest_flattened import Q, R, flattened, joint_name, rejoined
-from algorithm.threshold.nest_guards import Guard, decided, folded_floors, holds_at, parity_square_free
+from algorithm.threshold.nest_floors import folded_floors
+from algorithm.threshold.nest_guards import Guard, decided, holds_at, parity_square_free
 from algorithm.threshold.reasoning import (
     FALSE, TRUE, NotNest, conjunction, conjuncts, minus, negated, plus, product, proves, refuted, residue, settled,
 )

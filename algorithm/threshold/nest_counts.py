@@ -9,7 +9,8 @@ from semantics.ir import BinOp, Compare, Const, For, If, IfExpr, Iters, Program,
 from semantics.simplify import expr, linear, simplify
 from semantics.symbolic import conflicting_pairs
 from algorithm.threshold.facts import domain_conds, param_bounds, subst
-from algorithm.threshold.nest_guards import Guard, count_where, folded_floors, guard_of, holds_at
+from algorithm.threshold.nest_floors import folded_floors
+from algorithm.threshold.nest_guards import Guard, count_where, guard_of, holds_at
 from algorithm.threshold.reasoning import NotNest, minus, plus, product, proves
 
 SUMMED = "#t"  # the index a sum over a loop's iterations runs over (no kernel name has "#")

@@ -15,7 +15,8 @@ from semantics.context import Site
 from semantics.ir import BinOp, Compare, Const, Count, IfExpr, Iters, Max, Var, map_expr, walk_expr
 from semantics.simplify import simplify
 from algorithm.threshold.facts import subst
-from algorithm.threshold.nest_guards import decided, floor_steps, unperiodic
+from algorithm.threshold.nest_floors import floor_steps
+from algorithm.threshold.nest_guards import decided, unperiodic
 from algorithm.threshold.reasoning import (
     FALSE, TRUE, NotNest, conjunction, conjuncts, contradictory, disjunction, finite_values, fixed_value, minus, negated, pin,
     proves,

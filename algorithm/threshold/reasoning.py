@@ -13,6 +13,7 @@ from semantics.errors import Unsupported
 from semantics.ir import And, BinOp, Compare, Const, Not, Or, Var, walk_expr
 from semantics.simplify import cond as simplify_cond, simplify
 from algorithm.threshold.bounds import by_residues, inequalities_of, proved
+from algorithm.threshold.divisors import constant_floors, moduli, placed, residue_ranges
 from algorithm.threshold.facts import subst
 
 class NotNest(Unsupported):
@@ -195,8 +196,8 @@ def _by_bounds(facts: list, claim) -> bool:
     from semantics.ir import IfExpr, map_expr
     from semantics.printer import print_expr
 
-    if any(isinstance(simplify(a.left), Const) for a in _moduli(claim)):
-        claim = _constant_floors(claim, facts)
+    if any(isinstance(simplify(a.left), Const) for a in moduli(claim)):
+        claim = settled(constant_floors(claim, lambda c: proves(facts, c)))
     choice = next((n for n in walk_expr(claim) if isinstance(n, IfExpr)), None)
     if choice is not None:  # each way its condition goes (every `if` of that condition at once)
         c = choice.cond
@@ -204,7 +205,7 @@ def _by_bounds(facts: list, claim) -> bool:
                                                           if isinstance(n, IfExpr) and n.cond == c else n)))
                    for way, taken in ((settled(c), True), (settled(negated(c)), False))
                    if way != FALSE and not _excluded(way, facts))
-    forms = inequalities_of([*facts, *_residue_ranges(facts, claim)])
+    forms = inequalities_of([*facts, *residue_ranges(facts, claim)])
     if proved(forms, claim):
         return True
     few = _few_values(facts, claim)
@@ -225,29 +226,6 @@ def _by_bounds(facts: list, claim) -> bool:
         if FALSE not in known and not proved(inequalities_of(known), case):
             return False
     return True
-
-
-def _constant_floors(claim, facts: list):
-    """The claim with `k // P` and `k % P` (k a constant, P over the parameters) written
-    as their values where the facts place k in 0 .. P - 1 or -P .. -1 (`-1 // K` is -1
-    for K >= 1: a count at a loop's first iteration). A product of such a term cannot be
-    bounded as an atom; its value can."""
-    from semantics.ir import map_expr
-
-    def value(n):
-        if not (isinstance(n, BinOp) and n.op in ("//", "%") and not isinstance(n.right, Const)):
-            return n
-        k = simplify(n.left)
-        if not isinstance(k, Const) or not proves(facts, Compare(">=", n.right, Const(1))):
-            return n
-        placed = _placed(k, n.right, lambda c: proves(facts, c))
-        if placed is None:
-            return n
-        if n.op == "%":
-            return placed
-        return Const(0) if placed == k else Const(-1)
-
-    return settled(map_expr(claim, value))
 
 
 def _excluded(way, facts: list) -> bool:
@@ -286,62 +264,14 @@ def _few_values(facts: list, claim):
     return None
 
 
-def _residue_ranges(facts: list, claim) -> list:
-    """`0 <= e % P <= P - 1` for each term of the claim and the facts whose divisor P is
-    not a constant, where the facts prove P >= 1 (a negative P would leave it in P + 1 ..
-    0); and its value where they place e in 0 .. P - 1 or -P .. -1. For `e // P` there,
-    its value 0 or -1 (a count of a guard with a parameter period, `i // K` where i < K)."""
-    atoms = {a for c in (*facts, claim) for a in _moduli(c)}
-    if not atoms:
-        return []
-    forms, out = inequalities_of(facts), []
-    floors = []
-    for a in sorted(atoms, key=repr):
-        if not proved(forms, Compare(">=", a.right, Const(1))):
-            continue
-        if a.op == "//":
-            floors.append(a)  # (placed with the residues' ranges, below)
-            continue
-        value = _placed(a.left, a.right, lambda c: proved(forms, c))
-        out += [Compare("==", a, value)] if value is not None else \
-            [Compare(">=", a, Const(0)), Compare("<=", a, minus(a.right, Const(1)))]
-        if value is None and any(isinstance(f, Compare) and f.op == "!=" and {f.left, f.right} == {a, Const(0)}
-                                 for f in facts):
-            out.append(Compare(">=", a, Const(1)))  # (`e % P != 0`: at least 1)
-    if floors:
-        forms = inequalities_of([*facts, *out])
-        for a in floors:
-            value = _placed(a.left, a.right, lambda c: proved(forms, c))
-            if value is not None:
-                out.append(Compare("==", a, Const(0) if value == a.left else Const(-1)))
-    return out
-
-
-def _placed(e, p, holds):
-    """`e % p` (p >= 1) where `holds` places e in 0 .. p - 1 (e itself) or in -p .. -1
-    (e + p), else None."""
-    if holds(Compare(">=", e, Const(0))) and holds(Compare("<", e, p)):
-        return e
-    if holds(Compare("<", e, Const(0))) and holds(Compare(">=", plus(e, p), Const(0))):
-        return plus(e, p)
-    return None
-
-
 def residue(e, p, facts):
     """`e % p`; for a divisor over parameters (>= 1) and e a constant k, its value where
     the facts place k in 0 .. p - 1 or -p .. -1 (`_placed`)."""
     if isinstance(p, int):
         return simplify(BinOp("%", e, Const(p)))
     e = simplify(e)
-    value = _placed(e, p, lambda c: proves(facts, c)) if isinstance(e, Const) else None
+    value = placed(e, p, lambda c: proves(facts, c)) if isinstance(e, Const) else None
     return value if value is not None else simplify(BinOp("%", e, p))
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _moduli(c) -> frozenset:
-    """The `e % P` and `e // P` terms of a condition whose divisor P is not a constant."""
-    return frozenset(n for n in walk_expr(c) if isinstance(n, BinOp) and n.op in ("%", "//")
-                     and not isinstance(n.right, Const))
 
 
 def refuted(facts: list, c) -> bool:

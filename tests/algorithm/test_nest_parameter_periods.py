@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from algorithm.registry import get_strategy
-from algorithm.threshold import nest, nest_candidates, nest_counts, nest_guards, reasoning
+from algorithm.threshold import nest, nest_candidates, nest_counts, nest_floors, nest_guards, reasoning
 from algorithm.threshold.reasoning import NotNest, proves
 from semantics.ir import BinOp, Compare, Const, IfExpr, Var
 from semantics.parser import parse
@@ -88,7 +88,7 @@ def test_a_floor_one_step_back_is_written_against_the_later_one(monkeypatch):
     program = load(str(ROOT / ELSE_ONLY))
     reset = _waits(get_strategy("threshold")(program).program)["reset"]
     assert "count(PE)" in reset and "//" not in reset
-    monkeypatch.setattr(nest_guards, "steps_back", lambda base, d: base)
+    monkeypatch.setattr(nest_floors, "steps_back", lambda base, d: base)
     assert problems(program, hi=5) != []
 
 
@@ -131,8 +131,8 @@ def test_teeth_a_count_of_a_residue_class_off_by_one_is_caught(monkeypatch):
 
 def test_teeth_a_floor_by_the_period_read_as_zero_is_caught(monkeypatch):
     """Broken: `-1 // P` folded to 0 (it is -1 for every P >= 1)."""
-    real = nest_guards.small_floor
-    monkeypatch.setattr(nest_guards, "small_floor", lambda op, c, p: Const(0) if op == "//" else real(op, c, p))
+    real = nest_floors.small_floor
+    monkeypatch.setattr(nest_floors, "small_floor", lambda op, c, p: Const(0) if op == "//" else real(op, c, p))
     assert problems(_kernel(), hi=4) != []
 
 
