@@ -84,7 +84,8 @@ def check_nest(program: Program) -> dict[str, Site]:
             if isinstance(stmt, If):
                 g = guard_of(stmt.cond, True, around)  # (NotNest unless a guard of the class)
                 if isinstance(g, Guard) and not isinstance(g.period, int):  # (`u % P == e`: P >= 1, 0 <= e < P)
-                    _, _, e = parameter_residue(settled(stmt.cond), g.var, set(around))
+                    taken = g.cond if g.op == "mod" else Compare("==", g.cond.left, g.cond.right)  # (`!=`: the else's)
+                    _, _, e = parameter_residue(settled(taken), g.var, set(around))
                     where = param_bounds(program.params)
                     if not (proves(where, Compare(">=", g.period, Const(1))) and proves(where, Compare(">=", e, Const(0)))
                             and proves(where, Compare("<", e, g.period))):

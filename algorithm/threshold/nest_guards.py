@@ -170,6 +170,8 @@ def count_where(g: Guard, start, stop):
                                    IfExpr(Compare("<", g.bound, stop), Const(1), Const(0)), Const(0)))
         case "!=":
             return minus(length, count_where(attrs.evolve(g, op="=="), start, stop))
+        case "!mod":  # (every residue but r: `if k % K != 0`, as a sum over k counts it)
+            return simplify(minus(length, count_where(attrs.evolve(g, op="mod", cond=None), start, stop)))
         case "mod" if not isinstance(g.period, int):
             # u == r (mod P) in [s, t), P over the parameters (>= 1): ceil((t - r) / P) -
             # ceil((s - r) / P), as (t - r + P - 1) // P - (s - r + P - 1) // P (a residue

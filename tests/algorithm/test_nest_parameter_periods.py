@@ -220,3 +220,35 @@ def test_bounds_read_a_residue_by_a_parameter_other_than_zero_as_at_least_one():
     facts = [Compare(">=", p, Const(1)), Compare("!=", residue, Const(0))]
     assert proves(facts, Compare(">=", residue, Const(1)))
     assert not proves(facts[:1], Compare(">=", residue, Const(1)))
+
+
+@pytest.mark.parametrize("guard", ["i % K != 0", "not i % K == 0", "not (i + 1) % K == K - 1"])
+def test_a_guard_with_a_parameter_period_written_negated_is_planned_exactly(guard):
+    """Regression: `if i % K != 0` (the else of `i % K == 0`, written so) ended the class
+    check in a TypeError (the residue was read from the condition as written)."""
+    program = parse(f"engines A B\nparam N, K >= 1\nfor i in 0..N {{\n  A w writes x\n"
+                    f"  if {guard} {{\n    B r reads x writes y\n  }}\n  A u reads y\n}}\n")
+    nest.check_nest(program)
+    assert problems(program, hi=5) == []
+    assert not get_strategy("threshold")(program).stats.conservative
+
+
+def test_teeth_the_else_counted_as_the_guard_is_caught(monkeypatch):
+    """Broken: the iterations where `i % K != 0` counted as those where it is 0 (a sum
+    over i of ops under `if i % K != 0`)."""
+    import attrs
+
+    real = nest_guards.count_where
+
+    def as_the_guard(g, start, stop):
+        return real(attrs.evolve(g, op="mod", cond=None) if g.op == "!mod" else g, start, stop)
+
+    monkeypatch.setattr(nest_guards, "count_where", as_the_guard)
+    monkeypatch.setattr(nest_counts, "count_where", as_the_guard)
+    program = parse("engines A B\nparam N, K >= 1\nfor i in 0..N {\n  A w writes x\n"
+                    "  if i % K != 0 {\n    B r reads x writes y\n  }\n  A u reads y\n}\n")
+    planned, _ = nest.plan_nest(program, count_registers=False)
+    from algorithm.threshold.plan import Plan, PlanEntry
+    from tests.support.exactness import exactness_problems
+
+    assert exactness_problems(program, Plan([PlanEntry(op, engine, t, True) for op, engine, t, *_ in planned]), hi=5)
