@@ -356,12 +356,26 @@ def _proves(ctx, requirement, useful, chains, y: Site, entry: PlanEntry, kept_en
     params = {p.name: session.var(p.name) for p in program.params}
     y_env = {**params, **{l.var: session.var(l.var) for l in y.loops}}
     base = [*[params[p.name] >= p.lower for p in program.params], *domain(y, y_env, session.ctx)]
+    # A divisor over the parameters (`% K`, `// K`) makes a query one of non-linear
+    # integer division, where Z3 spends seconds per million units and minutes on the full
+    # budget for an unknown (a guard `j % K != 0` in a triangular loop: 112 s): such a
+    # query gets PlannerOptions.divided_rlimit.
+    def budget(ks, units: int) -> int:
+        divided = any(_divided_by_parameter(e) for e in (target, *(x for k in ks for x in parts.get(k))))
+        return min(units, ctx.options.divided_rlimit) if divided else units
+
     if cover and parts.get(len(cover)) is not None:
         # A smaller query (fewer parts than the chain has); proving it proves the full
         # one (fewer disjuncts claim more).
         small = base + [z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in cover]))]
-        if session.check_alone(small, ctx.options.cover_rlimit)[0] == z3.unsat:
+        if session.check_alone(small, budget(cover, ctx.options.cover_rlimit))[0] == z3.unsat:
             return True
     every = parts.all()  # (none: the query asks whether y ever runs with a positive threshold)
     query = base + [z3.Not(z3.Or(z(target) <= 0, *[disjunct(k) for k in range(len(every))]))]
-    return session.check_alone(query, 20_000_000)[0] == z3.unsat
+    return session.check_alone(query, budget(range(len(every)), 20_000_000))[0] == z3.unsat
+
+
+def _divided_by_parameter(e) -> bool:
+    from semantics.ir import walk_expr
+
+    return any(isinstance(n, BinOp) and n.op in ("%", "//") and not isinstance(n.right, Const) for n in walk_expr(e))

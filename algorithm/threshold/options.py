@@ -32,6 +32,9 @@ class PlannerOptions:
       shows waits necessary before any redundancy proof is tried.
     - `cover_rlimit`: the Z3 budget of a redundancy proof's smaller first query (the
       parts that cover the sampled points); an unknown falls through to the full query.
+    - `divided_rlimit`: the Z3 budget of each redundancy query whose terms divide by a
+      parameter (`% K`, `// K`): non-linear integer division, where Z3 spends seconds per
+      million units and rarely proves what the sampled cover does not.
     - `closed_instances`: the most instances the closed stage's concrete run may make
       (past it the program is left to the later stages).
     - `max_options`: the most latest-index options a free loop index fans out to, and
@@ -69,6 +72,7 @@ class PlannerOptions:
     necessity_values: tuple[int, ...] = (0, 1, 2, 3)
     necessity_samples: int = 64
     cover_rlimit: int = 2_000_000
+    divided_rlimit: int = 500_000
     closed_instances: int = 2_000_000
     max_options: int = 12
     max_cases: int = 8

@@ -252,3 +252,22 @@ def test_teeth_the_else_counted_as_the_guard_is_caught(monkeypatch):
     from tests.support.exactness import exactness_problems
 
     assert exactness_problems(program, Plan([PlanEntry(op, engine, t, True) for op, engine, t, *_ in planned]), hi=5)
+
+
+def test_a_redundancy_query_dividing_by_a_parameter_gets_the_divided_budget(monkeypatch):
+    """Regression: a guard `j % K != 0` in a triangular loop left the redundancy proof a
+    query of non-linear division that Z3 spent 112 s on (20M units, unknown). Such a
+    query gets PlannerOptions.divided_rlimit; the output stays exact."""
+    from algorithm.threshold import facts
+    from algorithm.threshold.options import PlannerOptions
+
+    asked = []
+    real = facts.Session.check_alone
+    monkeypatch.setattr(facts.Session, "check_alone",
+                        lambda self, assertions, rlimit: asked.append(rlimit) or real(self, assertions, rlimit))
+    program = parse("engines A B\nparam N, K >= 1\nfor i in 0..N {\n  for j in 0..i {\n    A w writes x\n"
+                    "    if j % K != 0 {\n      B r reads x writes y\n    }\n    A u reads y\n  }\n  B v reads y\n}\n")
+    result = get_strategy("threshold")(program)
+    assert asked and max(asked) <= PlannerOptions().divided_rlimit
+    assert not result.stats.conservative
+    assert problems(program, hi=4) == []
