@@ -63,9 +63,13 @@ def guard_of(cond, branch: bool, loop_vars) -> Guard | object:
         else:
             holds = found.residues if branch else frozenset(range(found.period)) - found.residues
             return Guard(var, "mod", residues=holds, period=found.period)
-    periodic_guard = _parameter_period(c, var, set(loop_vars), branch, cond)
+    zero = _at_zero(c, var, set(loop_vars))
+    periodic_guard = _parameter_period(zero, var, set(loop_vars), branch, cond if zero is c else zero)
     if periodic_guard is not None:
         return periodic_guard
+    one = _one_residue(c, var, set(loop_vars))
+    if one is not None:  # (`k % K < 1` is `k % K == 0`)
+        return guard_of(one, branch, loop_vars)
     if isinstance(c, Not):  # (`not c` taken is c not taken)
         return guard_of(c.operand, not branch, loop_vars)
     if isinstance(c, Compare) and c.op == "!=":  # (`a != b` taken is `a == b` not taken)
@@ -118,6 +122,45 @@ def _parameter_period(c, var: str, loop_vars: set, branch: bool, written=None) -
     written = written if isinstance(written, Compare) and written.op == "==" else c
     return Guard(var, "mod" if branch else "!mod", residues=frozenset({simplify(minus(e, d))}), period=period,
                  cond=written if branch else Compare("!=", written.left, written.right))
+
+
+def _at_zero(c, var: str, loop_vars: set):
+    """`(u + d) % P == P - k` (k a positive constant) written `(u + d + k) % P == 0`: one
+    residue spelled one way, so that counts and conditions at neighbouring values of u
+    share their terms; any other condition as it is."""
+    found = parameter_residue(c, var, loop_vars)
+    if found is None:
+        return c
+    d, period, e = found
+    k = minus(period, e)
+    if not isinstance(k, Const) or k.value < 1:
+        return c
+    return Compare("==", simplify(BinOp("%", plus(plus(Var(var), d), k), period)), Const(0))
+
+
+def _one_residue(c, var: str, loop_vars: set):
+    """The equation or its negation that a bound on `(u + d) % P` (P over the
+    parameters) states where it leaves one residue in or out: `x <= 0` is `x == 0`,
+    `x >= 1` is `x != 0`, `x >= P - 1` is `x == P - 1`, `x <= P - 2` is `x != P - 1`;
+    None for any other condition."""
+    if not isinstance(c, Compare) or c.op != ">=":  # (settled: `lin >= k`)
+        return None
+    lin = linear(BinOp("-", c.left, c.right))
+    terms = [(m, k) for m, k in lin.items() if m is not None and len(m) == 1 and isinstance(m[0], BinOp)
+             and m[0].op == "%" and _reads(m[0].left, {var}) and not isinstance(simplify(m[0].right), Const)]
+    if len(terms) != 1 or terms[0][1] not in (1, -1):
+        return None
+    (mono, k), = terms
+    x, period = mono[0], mono[0].right
+    rest = simplify(expr({m: v for m, v in lin.items() if m != mono}))
+    if _reads(rest, loop_vars):
+        return None
+    last = minus(period, Const(1))
+    if k == 1:  # x >= -rest
+        at = simplify(minus(Const(0), rest))
+        return Compare("!=", x, Const(0)) if at == Const(1) else Compare("==", x, last) if minus(at, last) == Const(0) else None
+    return Compare("==", x, Const(0)) if rest == Const(0) else \
+        Compare("!=", x, last) if minus(rest, minus(period, Const(2))) == Const(0) else None  # (x <= rest)
 
 
 def _reads(e, names: set) -> bool:

@@ -182,6 +182,7 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
     pieces: list[Piece] = []  # latest first
     failed: list = []  # each condition of one conjunct so far, negated
     pins: dict = {}  # what holds where every candidate so far is missing
+    several: list = []  # each condition of several conjuncts so far
     seen = set()
     for cand in _later_first(cands, domain, lowers):
         if (cand.condition, cand.gap) in seen:
@@ -189,7 +190,8 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         seen.add((cand.condition, cand.gap))
         gap = simplify(subst(cand.gap, pins)) if pins else cand.gap
         condition = settled(subst(cand.condition, pins)) if pins else cand.condition
-        if condition == FALSE or failed and any(refuted([*domain, *failed], k) for k in conjuncts(condition)):
+        if condition == FALSE or failed and any(refuted([*domain, *failed], k) for k in conjuncts(condition)) \
+                or _missing_where_failed(several, condition, [*domain, *failed], lowers):
             continue  # missing wherever the earlier ones are
         where = [*domain, *failed, *conjuncts(condition)]
         gap = floor_steps(unperiodic(gap, where), where)
@@ -208,6 +210,8 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
             pins.update(pin(negated(parts[0]), lowers) or _only_value(negated(parts[0]), domain, lowers)
                         or _pinned_by_domain(settled(negated(parts[0])), domain))
             failed.append(settled(negated(parts[0])))
+        else:
+            several.append(condition)
     if not pieces:
         return None
     # A conjunct every candidate needs: where it fails there is no candidate (no wait), so
@@ -249,13 +253,22 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
     return pieces
 
 
+def _missing_where_failed(several: list, condition, facts, lowers) -> bool:
+    """Whether bounds show the condition false each way the earlier conditions of
+    several conjuncts all fail (at most 16 ways)."""
+    ways = _ways_to_fail(several) if several else None
+    return ways is not None and len(ways) <= 16 and all(
+        contradictory([*way, *conjuncts(condition)], facts, lowers) for way in ways)
+
+
 def _equal_where_new(last: Piece, gap, condition, facts, pins, lowers) -> bool:
     """Whether the last piece's gap equals `gap` wherever `condition` holds and the last
     piece's conditions fail (one way at a time): then the last piece covers it too."""
     ways = _ways_to_fail(last.conditions)
     if isinstance(last.gap, tuple) or ways is None or TRUE in last.conditions:
         return False
-    return all(proves_where(Compare("==", last.gap, gap), [*way, *conjuncts(condition)], facts, pins, lowers)
+    return all(contradictory([*way, *conjuncts(condition)], facts, lowers)
+               or proves_where(Compare("==", last.gap, gap), [*way, *conjuncts(condition)], facts, pins, lowers)
                for way in ways)
 
 
@@ -370,8 +383,8 @@ def _at_most_0_where_missing(nest: Nest, y: Site, engine: str, piece, domain, pi
     way of failing them (one conjunct of each condition false) is decided by bounds."""
     disjuncts, gap = piece.conditions, piece.gap
     ways = _ways_to_fail(disjuncts)
-    return ways is not None and all(_at_most_0(nest, y, engine, gap, missing, domain, pins, lowers)
-                                    for missing in ways)
+    return ways is not None and all(contradictory(missing, domain, lowers)
+                                    or _at_most_0(nest, y, engine, gap, missing, domain, pins, lowers) for missing in ways)
 
 
 def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pins, lowers) -> bool:

@@ -198,6 +198,13 @@ def _by_bounds(facts: list, claim) -> bool:
 
     if any(isinstance(simplify(a.left), Const) for a in moduli(claim)):
         claim = settled(constant_floors(claim, lambda c: proves(facts, c)))
+        small = _small_dividend(facts, claim)
+        if small is not None:  # (`1 // K`: K = 1, or K >= 2 where it is placed)
+            name, k = small
+            above = [*facts, Compare(">=", Var(name), Const(k + 1))]
+            return proves([settled(constant_floors(f, lambda c: proves(above, c))) for f in above], claim) and all(
+                proves([settled(subst(f, {name: Const(v)})) for f in facts], settled(subst(claim, {name: Const(v)})))
+                for v in range(1, k + 1))
     choice = next((n for n in walk_expr(claim) if isinstance(n, IfExpr)), None)
     if choice is not None:  # each way its condition goes (every `if` of that condition at once)
         c = choice.cond
@@ -226,6 +233,18 @@ def _by_bounds(facts: list, claim) -> bool:
         if FALSE not in known and not proved(inequalities_of(known), case):
             return False
     return True
+
+
+def _small_dividend(facts: list, claim):
+    """(P, k) for a term `k // P` or `k % P` of the claim left unplaced, k 1 or 2 and P a
+    parameter the facts prove at least 1: its values 1 .. k one at a time, the rest in
+    one case where k lies in 0 .. P - 1."""
+    for a in sorted(moduli(claim), key=repr):
+        k = simplify(a.left)
+        if isinstance(k, Const) and k.value in (1, 2) and isinstance(a.right, Var) \
+                and proves(facts, Compare(">=", a.right, Const(1))):
+            return a.right.name, k.value
+    return None
 
 
 def _excluded(way, facts: list) -> bool:
@@ -276,10 +295,10 @@ def residue(e, p, facts):
 
 def refuted(facts: list, c) -> bool:
     """Whether bounds prove the condition false under the facts (an equation: its
-    left side above or below its right)."""
+    left side above or below its right; `a != b`: the equation)."""
     if isinstance(c, Compare) and c.op == "==":
         return proves(facts, Compare(">", c.left, c.right)) or proves(facts, Compare("<", c.left, c.right))
-    return isinstance(c, Compare) and c.op != "!=" and proves(facts, settled(negated(c)))
+    return isinstance(c, Compare) and proves(facts, settled(negated(c)))
 
 
 def contradictory(conds: list, facts: list, lowers: dict) -> bool:
