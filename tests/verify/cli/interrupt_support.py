@@ -89,9 +89,10 @@ def _alive(group: int, seen: dict[int, psutil.Process]) -> tuple[int, ...]:
     """Processes of the command's tree (seen before the signal) or of its process group
     that are still running (zombies count as gone: their parent has not reaped them yet),
     once they have had a moment to go: a proof worker's job child dies of its parent's
-    death signal, which the kernel delivers after the parent exits. Polled, up to 5 s:
-    a process left behind (the tests keep theirs busy for minutes) is still there."""
-    for _ in range(50):
+    death signal, which the kernel delivers after the parent exits. Polled, up to 30 s
+    (a loaded 2-core machine may take seconds to schedule a dying process): a process
+    left behind (the tests keep theirs busy for minutes) is still there."""
+    for _ in range(300):
         time.sleep(0.1)
         alive = _still_running(group, seen)
         if not alive:
