@@ -111,7 +111,8 @@ def main() -> int:
     for name, data in (("guards with a parameter period", "period_over_parameters"),
                        ("the same in a triangular loop", "period_over_parameters_triangular"),
                        ("blocked accumulation (`k % K == 0` and its else)", "period_over_parameters_else"),
-                       ("the else alone holding an engine's op", "period_over_parameters_else_only")):
+                       ("the else alone holding an engine's op", "period_over_parameters_else_only"),
+                       ("blocked accumulation over a double-buffered tile", "period_beside_double_buffer")):
         goals.append((name, [str(ROOT / f"tests/data/nest/{data}.sync")], 0.1, None))
     goals += [("wide body, 1,000 ops", ["gen:wide_body_kernel(1000)"], 1.0, 200),
               ("wide body, 10,000 ops", ["gen:wide_body_kernel(10000)"], 15.0, None),

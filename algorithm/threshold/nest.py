@@ -208,6 +208,7 @@ def _planned(program, conflicts, count_registers, counts, untracked):
                 if split[0] is not None and (found_y[0] is None or _arithmetic(split[0]) < _arithmetic(found_y[0])):
                     found_y = split
             forms, closed, cands, producers = found_y
+            cands = [c for c in cands if c.below is None]  # (no instance of its own: threshold_of)
             pairs += producers
             if forms is not None:
                 planned.append((y.op.name, engine, forms, closed, tuple((c.site, c) for c in cands)))
@@ -258,8 +259,10 @@ def in_order_sources(nest: Nest, y: Site, same: list, tops: list):
     out = []
     try:
         for e in nearby(y, same, tops):
-            out += [Source(e, c.condition, c.values, None)
-                    for c in nest.candidates(e, y, (Access("", ()), Access("", ())), None)]
+            found = nest.candidates(e, y, (Access("", ()), Access("", ())), None)
+            if any(c.below is not None for c in found):
+                return None
+            out += [Source(e, c.condition, c.values, None) for c in found]
     except Unsupported:
         return None
     return out

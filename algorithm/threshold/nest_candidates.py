@@ -30,7 +30,12 @@ class Candidate:
     site: Site  # the producer
     values: dict = attrs.field(eq=False)  # its loop indices, over y's (irredundant.Source)
     facts: tuple = ()  # what else holds where it exists (its index at least its lower bound)
+    # The loop index of an instance below the top its index equation allows, where a guard
+    # with a parameter period fails at the top: never a piece of its own (nest_pieces:
+    # only where candidates later than any such instance exist); None for any other.
+    below: str | None = None
 
+BELOW = Var("#below")  # (a fact `#below == u` marks a way below the top of u: Candidate.below)
 UNROLLED = 4  # a free index a range reads: taken one value at a time up to this many values
 
 
@@ -203,7 +208,9 @@ class Nest(Counts):
             guarded = self.guards[x.op.name] or self.guards[y.op.name]  # (what refutes a condition without guards: bounds above)
             if condition == FALSE or guarded and any(refuted([*inside, *cs[:k], *cs[k + 1:]], c) for k, c in enumerate(cs)):
                 continue
-            gap = self._gap(x, y, engine, depth, common, j, x_env) if engine is not None else Const(0)
+            below = next((f.right.name for f in facts if isinstance(f, Compare) and f.left == BELOW), None)
+            facts = [f for f in facts if not (isinstance(f, Compare) and f.left == BELOW)]
+            gap = self._gap(x, y, engine, depth, common, j, x_env) if engine is not None and below is None else Const(0)
             values = {l.var: x_env[l.var] for l in x.loops}
             for outer, (inner, width) in joints.items():
                 position = x_env[joint_name(outer)]
@@ -211,7 +218,7 @@ class Nest(Counts):
                 values |= {outer: simplify(BinOp("//", position, width)), inner: simplify(BinOp("%", position, width))}
             key = (depth, 0) if j is None else (j, 1)
             gap = parity_square_free(decided(gap, [*inside, condition])) if engine is not None else gap
-            out.append(Candidate(key, condition, gap, x, values, tuple(facts)))
+            out.append(Candidate(key, condition, gap, x, values, tuple(facts), below))
         return out
 
     def _largest(self, y: Site, loop, diverging: bool, env: dict, constraint, guards, inside, loops=None,
@@ -231,6 +238,7 @@ class Nest(Counts):
         ub = minus(Var(var), Const(1)) if diverging else minus(subst(loop.hi, env), Const(1))
         lowers, uppers, at, mod, conds = [lo, *lows], [ub, *highs], None, None, []
         others = []  # guards `not u % P == e`
+        beyond = []  # guards with a parameter period beside an index equation (a way below the top)
         match constraint:
             case ("mod", r, p):
                 mod = (r, p)
@@ -255,9 +263,9 @@ class Nest(Counts):
                         conds.append(holds_at(g, at))
                     else:
                         others.append(g)
+                case "mod" if not isinstance(g.period, int) and (mod is not None or at is not None):
+                    beyond.append(g)
                 case "mod" if not isinstance(g.period, int):  # (`u % P == e`, P over the parameters)
-                    if mod is not None or at is not None:
-                        raise NotNest("a guard with a period over the parameters beside an index equation")
                     (rho,) = g.residues
                     mod = (rho, g.period)
                 case "mod" if len(g.residues) == g.period:
@@ -298,7 +306,9 @@ class Nest(Counts):
                         "==", BinOp("%", minus(top, mod[0]), Const(mod[1])), Const(k)))]))
             ways = split
         if others and (mod is not None or at is not None):
-            raise NotNest("the else of a guard with a period over the parameters beside an equation on its index")
+            beyond, others = beyond + others, []
+        if len(beyond) > 1 or beyond and var in (joint_name(v) for v in loops or ()):
+            raise NotNest("guards with a period over the parameters beside an index equation")
         below = set()  # ways whose top is one below a top that the guards exclude (its existence asked)
         for g in others:  # u % P != r: the top where it holds there, else the one below it where P >= 2
             # (with P = 1 no value holds it)
@@ -331,6 +341,10 @@ class Nest(Counts):
             if not guards:
                 exists = [e for e in exists if not self._witnessed(y, loop, constraint, e, not diverging)]
             out.append((value, [*conds, *cs, *exists], facts))
+        for g in beyond:  # (at the top where it holds there; below it, an instance no later candidate may place)
+            out = [w for value, cs, facts in out for w in (
+                (value, [*cs, holds_at(g, value)], facts),
+                (value, [*cs, settled(negated(holds_at(g, value)))], [*facts, Compare("==", BELOW, Var(var))]))]
         return out
 
     @staticmethod

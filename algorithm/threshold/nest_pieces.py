@@ -179,6 +179,8 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
     first, or None (no producer instance precedes y)."""
     domain = nest.domain(y)
     lowers = nest.lowers(y)
+    below = [c for c in cands if c.below is not None]
+    cands = [c for c in cands if c.below is None]
     pieces: list[Piece] = []  # latest first
     failed: list = []  # each condition of one conjunct so far, negated
     pins: dict = {}  # what holds where every candidate so far is missing
@@ -212,6 +214,11 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
             failed.append(settled(negated(parts[0])))
         else:
             several.append(condition)
+    for u in below:  # (where it exists, a later candidate must: else its place is unknown)
+        later = [c for c in cands if _later_than_below(c, u)]
+        if not any(_missing_where_failed([c.condition for c in group], u.condition, domain, lowers)
+                   for group in ([c for c in later if c.key == u.key], later) if group):
+            raise NotNest("a guard with a period over the parameters beside an index equation")
     if not pieces:
         return None
     # A conjunct every candidate needs: where it fails there is no candidate (no wait), so
@@ -251,6 +258,21 @@ def threshold_of(nest: Nest, y: Site, engine: str, cands: list[Candidate]):
         a, b = pieces[-2:]
         pieces[-2:] = [Piece([TRUE], ("max", a.gap, b.whole), a.pins, a.facts)]
     return pieces
+
+
+def _later_than_below(c: Candidate, u: Candidate) -> bool:
+    """Whether c is later than every instance u stands for (its loop index `u.below` below
+    the value u names): a later level, or the same values of u's loops around that index
+    and at it."""
+    if c.key != u.key:
+        return c.key > u.key
+    for loop in u.site.loops:
+        if not any(other is loop for other in c.site.loops) or c.values.get(loop.var) is None \
+                or simplify(c.values[loop.var]) != simplify(u.values[loop.var]):
+            return False
+        if loop.var == u.below:
+            return True
+    return False
 
 
 def _missing_where_failed(several: list, condition, facts, lowers) -> bool:
