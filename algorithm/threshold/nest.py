@@ -104,10 +104,7 @@ def check_nest(program: Program) -> dict[str, Site]:
                     # A bound over enclosing indices: affine, and above LO wherever reached.
                     # Non-decreasing in each index: a larger enclosing index gives a range that
                     # holds the smaller one's, so the latest instance takes the largest index.
-                    form = linear(stmt.hi)
-                    if not names <= params | set(around) or any(type(c) is not int for c in form.values()) \
-                            or any(k is not None and (len(k) > 1 or not isinstance(k[0], Var)) for k in form) \
-                            or any(c < 0 for k, c in form.items() if k is not None and k[0].name in around):
+                    if not names <= params | set(around) or not _nondecreasing(stmt.hi, set(around)):
                         raise NotNest("a loop upper bound that is not affine and non-decreasing in the indices")
                     where = param_bounds(program.params)
                     where += [c for l in around.values() for c in (Compare("<=", l.lo, Var(l.var)), Compare("<", Var(l.var), l.hi))]
@@ -154,6 +151,20 @@ def check_nest(program: Program) -> dict[str, Site]:
                         raise NotNest("a divisor over loop indices, or one that may be below 1")
                 # (others: a congruence or slope +-1 in one free index, nest_equations.py)
     return found
+
+
+def _nondecreasing(e, around: set) -> bool:
+    """Whether a bound is affine in the indices with coefficients >= 0, or a `min` or
+    `max` of such bounds."""
+    from semantics.ir import Max, Min
+
+    e = simplify(e)
+    if isinstance(e, (Min, Max)):
+        return _nondecreasing(e.left, around) and _nondecreasing(e.right, around)
+    form = linear(e)
+    return all(type(c) is int for c in form.values()) \
+        and all(k is None or len(k) == 1 and isinstance(k[0], Var) for k in form) \
+        and all(c >= 0 for k, c in form.items() if k is not None and k[0].name in around)
 
 
 def plan_nest(program: Program, conflicts=conflicting_pairs, count_registers: bool = True, counts=None,

@@ -178,6 +178,31 @@ def _summed(body, start, stop, facts=()):
     #t, and the range split where the condition of an `if` whose branches also vary with
     #t changes (`_split`). `facts`: what holds of the parameters."""
     mentions = lambda e: any(isinstance(n, Var) and n.name == SUMMED for n in walk_expr(e))  # noqa: E731
+    try:
+        return _sum_of(body, start, stop, facts, mentions)
+    except NotNest:
+        chosen = _as_choices(body, mentions)  # (a loop bound `min(i + 1, M)`: the sum each way of it)
+        if chosen == body:
+            raise
+    width = minus(stop, start)
+    if isinstance(width, Const) and width.value <= 4:  # (a few values: each in turn)
+        return simplify(_sum_terms([subst(body, {SUMMED: plus(start, Const(k))}) for k in range(width.value)]))
+    tops = {a for mono in linear(chosen) for a in mono or () if isinstance(a, IfExpr)}
+    inner = next((n for n in walk_expr(chosen) if isinstance(n, IfExpr) and n not in tops and mentions(n.cond)
+                  and not any(isinstance(m, IfExpr) for m in walk_expr(n.cond))), None)
+    if inner is not None:  # (a choice inside a term or a condition, `(min(#t + 1, M) + K - 1) // K`)
+        return _split(chosen, inner, start, stop, facts)
+    return _sum_of(chosen, start, stop, facts, mentions)
+
+
+def _sum_terms(terms):
+    total = Const(0)
+    for t in terms:
+        total = BinOp("+", total, t)
+    return total
+
+
+def _sum_of(body, start, stop, facts, mentions):
     plain, total = {}, Const(0)
     for mono, coef in linear(body).items():
         guarded = [a for a in mono or () if isinstance(a, IfExpr) and mentions(a.cond)]
@@ -196,6 +221,19 @@ def _summed(body, start, stop, facts=()):
     if mentions(poly):
         return plus(total, power_sum(poly, SUMMED, start, stop))
     return plus(total, product(minus(stop, start), poly))
+
+
+def _as_choices(body, mentions):
+    """The body with each `min(a, b)` and `max(a, b)` that varies with #t written as the
+    choice `if a <= b then a else b` (`if a >= b ...`), which `_split` sums."""
+    from semantics.ir import Max, Min, map_expr
+
+    def choice(n):
+        if isinstance(n, (Min, Max)) and mentions(n):
+            return IfExpr(Compare("<=" if isinstance(n, Min) else ">=", n.left, n.right), n.left, n.right)
+        return n
+
+    return map_expr(body, choice)
 
 
 def _split(body, atom, start, stop, facts):

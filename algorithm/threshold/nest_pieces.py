@@ -417,7 +417,12 @@ def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pin
     if proves_where(Compare("<=", minus(before, gap), Const(0)), missing, domain, pins, lowers):
         return True
     clamped = decided(before, domain)
-    return clamped != before and proves_where(Compare("<=", minus(clamped, gap), Const(0)), missing, domain, pins, lowers)
+    if clamped != before and proves_where(Compare("<=", minus(clamped, gap), Const(0)), missing, domain, pins, lowers):
+        return True
+    lowest = {v: Const(low) for v, low in sorted(lowers.items()) if v not in pins  # (`max(i, M) < 1`: i and M at 0)
+              and proves([*domain, *missing], Compare("<=", Var(v), Const(low)))}
+    return bool(lowest) and proves_where(Compare("<=", minus(before, gap), Const(0)), missing, domain, {**pins, **lowest},
+                                         lowers)
 
 
 def equal_forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool, untracked: frozenset = frozenset(),

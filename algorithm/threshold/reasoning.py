@@ -180,7 +180,29 @@ def _proves(facts: list, claim) -> bool:
     2`)."""
     if FALSE in facts or _by_bounds(facts, claim):  # (a fact settled false: nowhere to refute the claim)
         return True
-    return any(_residue_disequality(f) for f in facts) and by_residues(facts, claim)
+    if any(_residue_disequality(f) for f in facts) and by_residues(facts, claim):
+        return True
+    return _each_way_of_a_choice(facts, claim)
+
+
+def _each_way_of_a_choice(facts: list, claim) -> bool:
+    """Where a fact or the claim reads `min(a, b)` or `max(a, b)` (bounds read it as an
+    atom: a clamped loop bound, `min(i + 1, M) >= 1`), the proof each way it goes (`a <=
+    b` with a for the min, `a > b` with b), at most four such terms."""
+    from semantics.ir import Max, Min, map_expr
+
+    choices = sorted({n for f in (*facts, claim) for n in walk_expr(f) if isinstance(n, (Min, Max))}, key=repr)
+    if not choices or len(choices) > 4:
+        return False
+    m = choices[0]
+    low = isinstance(m, Min)
+    ways = ((Compare("<=", m.left, m.right), m.left if low else m.right),
+            (Compare(">", m.left, m.right), m.right if low else m.left))
+    def holds(way, value) -> bool:
+        known = [settled(map_expr(f, lambda n: value if n == m else n)) for f in facts]
+        return refuted(known, way) or proves([*known, way], settled(map_expr(claim, lambda n: value if n == m else n)))
+
+    return all(holds(way, value) for way, value in ways)
 
 
 def _residue_disequality(c) -> bool:
