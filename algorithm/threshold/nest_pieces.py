@@ -410,14 +410,11 @@ def _at_most_0_where_missing(nest: Nest, y: Site, engine: str, piece, domain, pi
 
 
 def _at_most_0(nest: Nest, y: Site, engine: str, gap, missing: list, domain, pins, lowers) -> bool:
-    """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the pins);
-    the count's `min`/`max` that y's domain decides taken first (a sum clamps at a bound
-    it cannot compare with y's indices: `min(i, N)` where i < N)."""
+    """Whether `count(F) - gap` is <= 0 where the conditions `missing` hold (and the pins;
+    an index they leave only its lower bound pinned there too). The proof takes each way
+    of the count's `min`/`max` (a sum clamps at a bound: `min(i, N)` where i < N)."""
     before = nest.before_y(y, engine)
     if proves_where(Compare("<=", minus(before, gap), Const(0)), missing, domain, pins, lowers):
-        return True
-    clamped = decided(before, domain)
-    if clamped != before and proves_where(Compare("<=", minus(clamped, gap), Const(0)), missing, domain, pins, lowers):
         return True
     lowest = {v: Const(low) for v, low in sorted(lowers.items()) if v not in pins  # (`max(i, M) < 1`: i and M at 0)
               and proves([*domain, *missing], Compare("<=", Var(v), Const(low)))}

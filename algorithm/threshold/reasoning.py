@@ -185,13 +185,20 @@ def _proves(facts: list, claim) -> bool:
     return _each_way_of_a_choice(facts, claim)
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _choices_in(e) -> frozenset:
+    from semantics.ir import Max, Min
+
+    return frozenset(n for n in walk_expr(e) if isinstance(n, (Min, Max)))
+
+
 def _each_way_of_a_choice(facts: list, claim) -> bool:
     """Where a fact or the claim reads `min(a, b)` or `max(a, b)` (bounds read it as an
     atom: a clamped loop bound, `min(i + 1, M) >= 1`), the proof each way it goes (`a <=
     b` with a for the min, `a > b` with b), at most four such terms."""
     from semantics.ir import Max, Min, map_expr
 
-    choices = sorted({n for f in (*facts, claim) for n in walk_expr(f) if isinstance(n, (Min, Max))}, key=repr)
+    choices = sorted({n for f in (*facts, claim) for n in _choices_in(f)}, key=repr)
     if not choices or len(choices) > 4:
         return False
     m = choices[0]

@@ -117,13 +117,13 @@ def test_programs_outside_the_class_are_left_to_the_later_stages():
             nest_mod.plan_nest(load(str(ROOT / path)))
 
 
-def test_a_bound_with_min_over_an_enclosing_index_is_left_to_the_later_stages():
-    """Regression: a triangular bound `min(i + 1, N)` has an atom that is not a name; the
-    class check raised AttributeError on it instead of declining."""
+def test_a_bound_with_min_over_an_enclosing_index_is_in_the_class():
+    """A triangular bound `min(i, M)` (the class check once raised AttributeError on its
+    atom): planned by the stage, exactly."""
     program = parse_file(str(ROOT / "tests/data/threshold_cases/clamped_triangular.sync"))
-    with pytest.raises(Unsupported):
-        nest_mod.check_nest(program)
-    assert nest_mod.sync_nest(program, PlannerOptions()) is None
+    nest_mod.check_nest(program)
+    assert nest_mod.sync_nest(program, PlannerOptions()) is not None
+    assert problems(program, hi=4) == []
 
 
 def test_a_period_over_parameters_that_may_be_below_one_is_left_to_the_later_stages():

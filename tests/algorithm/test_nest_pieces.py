@@ -48,17 +48,20 @@ def test_teeth_each_rule_shortens_a_wait(monkeypatch, broken, wait):
     assert _arithmetic()[wait] > 0
 
 
-def test_teeth_a_count_not_clamped_under_y_s_domain_keeps_an_else_0(monkeypatch):
-    """Broken: a count's `min`/`max` are not decided under y's domain before a piece's
-    `else 0` is tried away: flash_attention_causal's ld_q waits on DVE with a longer
-    chain than its recorded output's (`... else if j >= 1 then ... else 0`)."""
+def test_teeth_a_count_s_min_not_taken_each_way_keeps_an_else_0(monkeypatch):
+    """Broken: proofs by bounds read a count's `min`/`max` as atoms (not each way it
+    goes) when a piece's `else 0` is tried away: flash_attention_causal's ld_q waits on
+    DVE with a longer chain than its recorded output's (`... else if j >= 1 then ...
+    else 0`)."""
     from semantics.parser import parse_file
+
+    from algorithm.threshold import reasoning
 
     def ld_q(program) -> int:
         return next(arithmetic_ops(w.threshold) for op in walk_stmts(program.body) if isinstance(op, Op)
                     and op.name == "ld_q" for w in op.waits if w.engine == "DVE")
 
     recorded = parse_file(str(ROOT / "tests/data/sync_outputs/suite__flash_attention_causal.sync.threshold.sync"))
-    monkeypatch.setattr(nest_pieces, "decided", lambda value, facts, by_bounds=True: value)
+    monkeypatch.setattr(reasoning, "_each_way_of_a_choice", lambda facts, claim: False)
     broken = get_strategy("threshold")(load(str(ROOT / "kernels/suite/flash_attention_causal.sync"))).program
     assert ld_q(broken) > ld_q(recorded)
