@@ -33,9 +33,14 @@ def range_equation(nest, x: Site, y: Site, ix, iy, pinned: set, loops: dict):
         raise NotNest("a point index over two free loop indices against a range")
     loop = loops[moving[0]]  # x's free index u: u + c over its whole range must lie in y's
     offset = minus(ix, Var(loop.var))
-    if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
-        raise NotNest("a range against an index of slope other than 1")
     inside = nest.domain(y)
+    if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
+        if {n.name for n in walk_expr(ix) if isinstance(n, Var)} == {loop.var}:
+            fx = nest.index(ix, loop.var)  # (periodic in u alone, `x[j % 2]` against `x[0..2]`)
+            if fx.a == 0 and all(proves(inside, Compare("<=", iy.lo, Const(v))) and proves(inside, Compare("<", Const(v), iy.hi))
+                                 for v in sorted({fx(r) for r in range(fx.p)})):
+                return None  # (every value it takes lies in the range)
+        raise NotNest("a range against an index of slope other than 1")
     if proves(inside, Compare("<=", iy.lo, plus(loop.lo, offset))) and \
             proves(inside, Compare("<=", plus(loop.hi, offset), iy.hi)):
         return None
