@@ -13,6 +13,7 @@ from semantics.errors import Unsupported
 from semantics.ir import And, BinOp, Compare, Const, Not, Or, Var, walk_expr
 from semantics.simplify import cond as simplify_cond, simplify
 from algorithm.threshold.bounds import by_residues, inequalities_of, proved
+from algorithm.threshold.case_splits import each_way_of_a_choice, few_values, small_dividend
 from algorithm.threshold.divisors import constant_floors, moduli, placed, residue_ranges
 from algorithm.threshold.facts import subst
 
@@ -182,34 +183,7 @@ def _proves(facts: list, claim) -> bool:
         return True
     if any(_residue_disequality(f) for f in facts) and by_residues(facts, claim):
         return True
-    return _each_way_of_a_choice(facts, claim)
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _choices_in(e) -> frozenset:
-    from semantics.ir import Max, Min
-
-    return frozenset(n for n in walk_expr(e) if isinstance(n, (Min, Max)))
-
-
-def _each_way_of_a_choice(facts: list, claim) -> bool:
-    """Where a fact or the claim reads `min(a, b)` or `max(a, b)` (bounds read it as an
-    atom: a clamped loop bound, `min(i + 1, M) >= 1`), the proof each way it goes (`a <=
-    b` with a for the min, `a > b` with b), at most four such terms."""
-    from semantics.ir import Max, Min, map_expr
-
-    choices = sorted({n for f in (*facts, claim) for n in _choices_in(f)}, key=repr)
-    if not choices or len(choices) > 4:
-        return False
-    m = choices[0]
-    low = isinstance(m, Min)
-    ways = ((Compare("<=", m.left, m.right), m.left if low else m.right),
-            (Compare(">", m.left, m.right), m.right if low else m.left))
-    def holds(way, value) -> bool:
-        known = [settled(map_expr(f, lambda n: value if n == m else n)) for f in facts]
-        return refuted(known, way) or proves([*known, way], settled(map_expr(claim, lambda n: value if n == m else n)))
-
-    return all(holds(way, value) for way, value in ways)
+    return each_way_of_a_choice(facts, claim)
 
 
 def _residue_disequality(c) -> bool:
@@ -227,7 +201,7 @@ def _by_bounds(facts: list, claim) -> bool:
 
     if any(isinstance(simplify(a.left), Const) for a in moduli(claim)):
         claim = settled(constant_floors(claim, lambda c: proves(facts, c)))
-        small = _small_dividend(facts, claim)
+        small = small_dividend(facts, claim)
         if small is not None:  # (`1 // K`: K = 1, or K >= 2 where it is placed)
             name, k = small
             above = [*facts, Compare(">=", Var(name), Const(k + 1))]
@@ -244,7 +218,7 @@ def _by_bounds(facts: list, claim) -> bool:
     forms = inequalities_of([*facts, *residue_ranges(facts, claim)])
     if proved(forms, claim):
         return True
-    few = _few_values(facts, claim)
+    few = few_values(facts, claim)
     if few is not None:  # (a product with an index of a few values: each value in turn)
         name, values = few
         return all(proves([settled(subst(f, {name: Const(v)})) for f in facts], settled(subst(claim, {name: Const(v)})))
@@ -264,52 +238,11 @@ def _by_bounds(facts: list, claim) -> bool:
     return True
 
 
-def _small_dividend(facts: list, claim):
-    """(P, k) for a term `k // P` or `k % P` of the claim left unplaced, k 1 or 2 and P a
-    parameter the facts prove at least 1: its values 1 .. k one at a time, the rest in
-    one case where k lies in 0 .. P - 1."""
-    for a in sorted(moduli(claim), key=repr):
-        k = simplify(a.left)
-        if isinstance(k, Const) and k.value in (1, 2) and isinstance(a.right, Var) \
-                and proves(facts, Compare(">=", a.right, Const(1))):
-            return a.right.name, k.value
-    return None
-
-
 def _excluded(way, facts: list) -> bool:
     """Whether a fact is the negation of the way an `if` goes (`a != b` of `a == b`, as
     spelled either side of settling): that way holds nowhere the facts do."""
     return settled(negated(way)) in facts or (isinstance(way, Compare) and way.op == "==" and any(
         isinstance(f, Compare) and f.op == "!=" and settled(Compare("==", f.left, f.right)) == way for f in facts))
-
-
-def _few_values(facts: list, claim):
-    """(v, its values) for a variable v of a product in the claim (`r * H`, non-linear)
-    that the facts place in a constant range of at most 4 values, else None. At most two
-    such variables in a claim (each value of one leaves the other's products): at most
-    16 proofs, whatever the number of loops."""
-    from semantics.simplify import linear
-
-    if not isinstance(claim, Compare):
-        return None
-    names = sorted({a.name for mono in linear(BinOp("-", claim.left, claim.right)) if mono is not None and len(mono) > 1
-                    for a in mono if isinstance(a, Var)})
-    if len(names) > 2:
-        return None
-    for name in names:
-        low = high = None
-        for f in facts:
-            if not isinstance(f, Compare) or f.op not in ("<", "<=", ">", ">="):
-                continue
-            for var, k, op in ((f.left, f.right, f.op), (f.right, f.left, {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[f.op])):
-                if var == Var(name) and isinstance(k, Const) and type(k.value) is int:
-                    if op in (">", ">="):
-                        low = max(low if low is not None else k.value, k.value + (op == ">"))
-                    else:
-                        high = min(high if high is not None else k.value, k.value - (op == "<"))
-        if low is not None and high is not None and 0 <= high - low < 4:
-            return name, range(low, high + 1)
-    return None
 
 
 def residue(e, p, facts):

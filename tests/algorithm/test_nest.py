@@ -203,15 +203,15 @@ def test_tied_producers_waiting_for_the_earlier_of_the_two_is_caught(monkeypatch
     import attrs
     from semantics.ir import Max
 
-    from algorithm.threshold import nest_pieces
+    from algorithm.threshold import nest_order
 
-    real = nest_pieces._both
+    real = nest_order._both
 
     def earlier(cands, domain, lowers):
         out, apart = real(cands, domain, lowers)
         return [attrs.evolve(c, gap=Max(c.gap.left, c.gap.right)) if c not in cands else c for c in out], apart
 
-    monkeypatch.setattr(nest_pieces, "_both", earlier)
+    monkeypatch.setattr(nest_order, "_both", earlier)
     assert problems(load(str(ROOT / TIED[0])))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from algorithm.registry import get_strategy
-from algorithm.threshold import nest_pieces
+from algorithm.threshold import nest_order, nest_pieces
 from semantics.evaluate import arithmetic_ops
 from semantics.ir import Op, walk_stmts
 from syncproof import load
@@ -39,7 +39,7 @@ def _no_drop(monkeypatch):
 
 def _no_lexicographic_order(monkeypatch):
     """Broken: two instances of one producer are ordered by their gaps alone."""
-    monkeypatch.setattr(nest_pieces, "_later", lambda a, b, facts: 0)
+    monkeypatch.setattr(nest_order, "_later", lambda a, b, facts: 0)
 
 
 @pytest.mark.parametrize("broken, wait", [(_no_drop, ("post", "PE")), (_no_lexicographic_order, ("mac", "ACT"))])
@@ -62,6 +62,6 @@ def test_teeth_a_count_s_min_not_taken_each_way_keeps_an_else_0(monkeypatch):
                     and op.name == "ld_q" for w in op.waits if w.engine == "DVE")
 
     recorded = parse_file(str(ROOT / "tests/data/sync_outputs/suite__flash_attention_causal.sync.threshold.sync"))
-    monkeypatch.setattr(reasoning, "_each_way_of_a_choice", lambda facts, claim: False)
+    monkeypatch.setattr(reasoning, "each_way_of_a_choice", lambda facts, claim: False)
     broken = get_strategy("threshold")(load(str(ROOT / "kernels/suite/flash_attention_causal.sync"))).program
     assert ld_q(broken) > ld_q(recorded)
