@@ -310,7 +310,8 @@ INNER = ["j % 2", "(j + 1) % 2", "j", "0", "0..M", None, "(j + M) % 2", "(i + j)
          "(i * M + j) % 2", "i * M + j"]
 OUTER_GUARDS = ["i % 2 == 0", "i == 0", "i >= 1", "i + 1 < N", "i < M", "N > 1", "i % (M + 1) == M"]
 INNER_GUARDS = ["j % 2 == 1", "j == 0", "j >= 1", "j + 1 < M", "i % 2 == 0", "j == i", "j < i", "j >= i", "j >= 2 * i",
-                "2 * i + 1 > j", "j % (M + 1) == 0", "(j + 1) % (N + 1) == N", "j % (M + 1) != 0"]
+                "2 * i + 1 > j", "j % (M + 1) == 0", "(j + 1) % (N + 1) == N", "j % (M + 1) != 0", "j % (M + 1) < 1",
+                "j % (M + 1) >= M", "j % (N + 1) != N"]
 
 
 @st.composite
@@ -318,8 +319,9 @@ def nests(draw):
     """Two-deep nests, rectangular or triangular (`0..i`: empty at i = 0), the outer one
     from 0 or 1 (`1..N`: empty at N <= 1), the inner one from 0 or M: ops before, inside and after the inner
     loop, and after the nest, some under an `if` (with or without `else`; periods over
-    the parameters among the guards: `j % (M + 1) == 0`); indices over one loop index,
-    or with a parameter or the outer index beside it."""
+    the parameters among the guards, however written: `j % (M + 1) == 0`, `j % (M + 1) <
+    1`); inner bounds clamped too (`0..min(i + 1, M)`); indices over one loop index, or
+    with a parameter or the outer index beside it."""
     engines = ENGINES[:draw(st.integers(2, 3))]
     buffers = ["a", "b"]
     lines = ["engines " + " ".join(engines), f"param N >= {draw(st.integers(0, 1))}",
@@ -350,24 +352,30 @@ def nests(draw):
 
     lines.append(f"for i in {draw(st.sampled_from(['0', '1']))}..N {{")
     lines += [guarded("  ", OUTER, OUTER_GUARDS) for _ in range(draw(st.integers(0, 2)))]
-    lines.append(f"  for j in {draw(st.sampled_from(['0..M', '0..i + 1', '0..M + i', '0..i', 'M..M + i + 1']))} {{")
+    lines.append(f"  for j in {draw(st.sampled_from(['0..M', '0..i + 1', '0..M + i', '0..i', 'M..M + i + 1', '0..min(i + 1, M)', '0..max(i, M)']))} {{")
     lines += [guarded("    ", OUTER + INNER, INNER_GUARDS) for _ in range(draw(st.integers(1, 3)))]
     lines.append("  }")
     lines += [guarded("  ", OUTER, OUTER_GUARDS) for _ in range(draw(st.integers(0, 2)))]
     lines.append("}")
-    lines += [op("", ["0", "1", "0..M", None]) for _ in range(draw(st.integers(0, 1)))]
+    lines += [op("", ["0", "1", "0..M", "0..2", None]) for _ in range(draw(st.integers(0, 1)))]
     return parse("\n".join(lines) + "\n")
 
 
 @settings(max_examples=60, deadline=None)
 @given(program=nests())
 def test_generated_nests_are_planned_exactly(program):
-    """Every threshold is T_min; the stage's output (after irredundancy) is bisimilar."""
+    """Every threshold is T_min, also written in closed form (no `count(F)` register: the
+    sums themselves); the stage's output (after irredundancy) is bisimilar."""
+    from algorithm.threshold.plan import Plan, PlanEntry
+    from tests.support.exactness import exactness_problems
+
     try:
         every_threshold(program)
     except Unsupported:
         return  # outside the class: the general planner's tests cover it
     assert problems(program, hi=3) == []
+    closed, _ = nest_mod.plan_nest(program, count_registers=False)
+    assert exactness_problems(program, Plan([PlanEntry(op, engine, t, True) for op, engine, t, *_ in closed]), hi=3) == []
     entries, _, _ = nest_mod.sync_nest(program, PlannerOptions())
     assert oracle.verdict(apply_plan(program, entries), param_bounds(program, 3)) == oracle.BISIMILAR
 
