@@ -4,6 +4,8 @@ where a guard decides a count (nest_guards.py), and what holds where an op runs.
 
 from __future__ import annotations
 
+import functools
+
 from semantics.context import Site, static_order
 from semantics.ir import BinOp, Compare, Const, For, If, IfExpr, Iters, Program, Var, walk_expr
 from semantics.simplify import expr, linear, simplify
@@ -186,20 +188,15 @@ def _summed(body, start, stop, facts=()):
             raise
     width = minus(stop, start)
     if isinstance(width, Const) and width.value <= 4:  # (a few values: each in turn)
-        return simplify(_sum_terms([subst(body, {SUMMED: plus(start, Const(k))}) for k in range(width.value)]))
+        return simplify(functools.reduce(lambda a, b: BinOp("+", a, b),
+                                         [subst(body, {SUMMED: plus(start, Const(k))}) for k in range(width.value)],
+                                         Const(0)))
     tops = {a for mono in linear(chosen) for a in mono or () if isinstance(a, IfExpr)}
     inner = next((n for n in walk_expr(chosen) if isinstance(n, IfExpr) and n not in tops and mentions(n.cond)
                   and not any(isinstance(m, IfExpr) for m in walk_expr(n.cond))), None)
     if inner is not None:  # (a choice inside a term or a condition, `(min(#t + 1, M) + K - 1) // K`)
         return _split(chosen, inner, start, stop, facts)
     return _sum_of(chosen, start, stop, facts, mentions)
-
-
-def _sum_terms(terms):
-    total = Const(0)
-    for t in terms:
-        total = BinOp("+", total, t)
-    return total
 
 
 def _sum_of(body, start, stop, facts, mentions):

@@ -95,11 +95,10 @@ def parameter_residue(c, var: str, loop_vars: set):
     if not isinstance(c, Compare) or c.op != "==":
         return None
     lin = linear(BinOp("-", c.left, c.right))
-    terms = [(m, k) for m, k in lin.items() if m is not None and len(m) == 1 and isinstance(m[0], BinOp)
-             and m[0].op == "%" and _reads(m[0].left, {var})]
-    if len(terms) != 1 or terms[0][1] not in (1, -1):
+    found = _residue_term(lin, var)
+    if found is None:
         return None
-    (mono, k), = terms
+    mono, k = found
     atom = mono[0]
     rest = {m: v for m, v in lin.items() if m != mono}
     e = simplify(expr({m: -k * v for m, v in rest.items()}))  # k * (L % P) + rest == 0
@@ -146,11 +145,10 @@ def _one_residue(c, var: str, loop_vars: set):
     if not isinstance(c, Compare) or c.op != ">=":  # (settled: `lin >= k`)
         return None
     lin = linear(BinOp("-", c.left, c.right))
-    terms = [(m, k) for m, k in lin.items() if m is not None and len(m) == 1 and isinstance(m[0], BinOp)
-             and m[0].op == "%" and _reads(m[0].left, {var}) and not isinstance(simplify(m[0].right), Const)]
-    if len(terms) != 1 or terms[0][1] not in (1, -1):
+    found = _residue_term(lin, var)
+    if found is None or isinstance(simplify(found[0][0].right), Const):
         return None
-    (mono, k), = terms
+    mono, k = found
     x, period = mono[0], mono[0].right
     rest = simplify(expr({m: v for m, v in lin.items() if m != mono}))
     if _reads(rest, loop_vars):
@@ -161,6 +159,14 @@ def _one_residue(c, var: str, loop_vars: set):
         return Compare("!=", x, Const(0)) if at == Const(1) else Compare("==", x, last) if minus(at, last) == Const(0) else None
     return Compare("==", x, Const(0)) if rest == Const(0) else \
         Compare("!=", x, last) if minus(rest, minus(period, Const(2))) == Const(0) else None  # (x <= rest)
+
+
+def _residue_term(lin: dict, var: str):
+    """(monomial, coefficient) of the one `e % P` term over u of a linear form, its
+    coefficient +-1; None where there are several or none."""
+    terms = [(m, k) for m, k in lin.items() if m is not None and len(m) == 1 and isinstance(m[0], BinOp)
+             and m[0].op == "%" and _reads(m[0].left, {var})]
+    return terms[0] if len(terms) == 1 and terms[0][1] in (1, -1) else None
 
 
 def _reads(e, names: set) -> bool:
