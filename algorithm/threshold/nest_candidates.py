@@ -122,6 +122,12 @@ class Nest(Counts):
                 found = range_equation(self, x, y, ix, iy, pinned, loops)
                 if found is None:
                     continue
+                if isinstance(found, tuple) and found[0] == "mod":  # (one residue of x's free index)
+                    _, var, r, p = found
+                    if constraint.get(var, ("mod", r, p)) != ("mod", r, p):
+                        raise NotNest("two equations on one loop index")
+                    constraint[var] = ("mod", r, p)
+                    continue
                 if isinstance(found, tuple):  # (x's free index within part of its range)
                     within.setdefault(found[1], []).append(found[2:])
                     continue

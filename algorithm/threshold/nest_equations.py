@@ -17,7 +17,9 @@ def range_equation(nest, x: Site, y: Site, ix, iy, pinned: set, loops: dict):
     """A dimension where a side is a range (over parameters and loop indices): the
     condition over y's indices (or FALSE) under which the two meet, None when they
     always do, ("within", u, low, high) where x's free index u must lie in low .. high
-    (part of its range), NotNest where x's range reads a free index."""
+    (part of its range), ("mod", u, r, p) where u must be r modulo p (an index periodic
+    in u whose values in the range are those of one residue), NotNest where x's range
+    reads a free index."""
     if isinstance(ix, Range) and any(isinstance(n, Var) and n.name in loops and n.name not in pinned
                                      for e in (ix.lo, ix.hi) for n in walk_expr(e)):
         raise NotNest("a range over a free loop index")
@@ -37,9 +39,19 @@ def range_equation(nest, x: Site, y: Site, ix, iy, pinned: set, loops: dict):
     if any(isinstance(n, Var) and n.name == loop.var for n in walk_expr(offset)):
         if {n.name for n in walk_expr(ix) if isinstance(n, Var)} == {loop.var}:
             fx = nest.index(ix, loop.var)  # (periodic in u alone, `x[j % 2]` against `x[0..2]`)
-            if fx.a == 0 and all(proves(inside, Compare("<=", iy.lo, Const(v))) and proves(inside, Compare("<", Const(v), iy.hi))
-                                 for v in sorted({fx(r) for r in range(fx.p)})):
-                return None  # (every value it takes lies in the range)
+            if fx.a == 0:
+                held = {r: proves(inside, Compare("<=", iy.lo, Const(fx(r)))) and proves(inside, Compare("<", Const(fx(r)), iy.hi))
+                        for r in range(fx.p)}
+                out = {r: not held[r] and (proves(inside, Compare(">", iy.lo, Const(fx(r))))
+                                           or proves(inside, Compare(">=", Const(fx(r)), iy.hi))) for r in range(fx.p)}
+                if all(held.values()):
+                    return None  # (every value it takes lies in the range)
+                if all(held[r] or out[r] for r in held):
+                    inside_residues = [r for r in held if held[r]]
+                    if not inside_residues:
+                        return FALSE
+                    if len(inside_residues) == 1:  # (`x[1..2]` against `x[j % 2]`: u % 2 == 1)
+                        return ("mod", loop.var, Const(inside_residues[0]), fx.p)
         raise NotNest("a range against an index of slope other than 1")
     if proves(inside, Compare("<=", iy.lo, plus(loop.lo, offset))) and \
             proves(inside, Compare("<=", plus(loop.hi, offset), iy.hi)):
