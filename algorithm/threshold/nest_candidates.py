@@ -35,6 +35,13 @@ class Candidate:
     # only where candidates later than any such instance exist); None for any other.
     below: str | None = None
 
+def _constrain(constraint: dict, var: str, new) -> None:
+    """Record an equation on a free loop index; a second, different one leaves the class."""
+    if constraint.get(var, new) != new:
+        raise NotNest("two equations on one loop index")
+    constraint[var] = new
+
+
 BELOW = Var("#below")  # (a fact `#below == u` marks a way below the top of u: Candidate.below)
 UNROLLED = 4  # a free index a range reads: taken one value at a time up to this many values
 
@@ -124,9 +131,7 @@ class Nest(Counts):
                     continue
                 if isinstance(found, tuple) and found[0] == "mod":  # (one residue of x's free index)
                     _, var, r, p = found
-                    if constraint.get(var, ("mod", r, p)) != ("mod", r, p):
-                        raise NotNest("two equations on one loop index")
-                    constraint[var] = ("mod", r, p)
+                    _constrain(constraint, var, ("mod", r, p))
                     continue
                 if isinstance(found, tuple):  # (x's free index within part of its range)
                     within.setdefault(found[1], []).append(found[2:])
@@ -162,9 +167,7 @@ class Nest(Counts):
                 return []
             if new == "any":
                 continue
-            if constraint.get(var, new) != new:
-                raise NotNest("two equations on one loop index")
-            constraint[var] = new
+            _constrain(constraint, var, new)
         guards: dict = {}
         for g in self.guards[x.op.name]:
             if not isinstance(g, Guard):
