@@ -62,6 +62,12 @@ def test_teeth_a_count_s_min_not_taken_each_way_keeps_an_else_0(monkeypatch):
                     and op.name == "ld_q" for w in op.waits if w.engine == "DVE")
 
     recorded = parse_file(str(ROOT / "tests/data/sync_outputs/suite__flash_attention_causal.sync.threshold.sync"))
+    # Proofs are remembered per process: none from before may answer for the broken rule,
+    # and none made under it may outlive the test.
+    reasoning._remembered.cache_clear()
     monkeypatch.setattr(reasoning, "each_way_of_a_choice", lambda facts, claim: False)
-    broken = get_strategy("threshold")(load(str(ROOT / "kernels/suite/flash_attention_causal.sync"))).program
+    try:
+        broken = get_strategy("threshold")(load(str(ROOT / "kernels/suite/flash_attention_causal.sync"))).program
+    finally:
+        reasoning._remembered.cache_clear()
     assert ld_q(broken) > ld_q(recorded)
