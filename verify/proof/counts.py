@@ -27,8 +27,14 @@ algorithm/threshold/counting.py and must not be trusted here), with sympy polyno
   such an atom (`if i % 2 == 0`) is split by residue class: w = p * t + s for each s
   in 0..p-1, where p makes every such atom linear in t plus an atom free of t (at most
   16 classes). An equation `c * w + e == 0` with |c| > 1 pins w to `-e / c` under the
-  condition `e % |c| == 0`. Anything else (a non-linear term, a non-constant divisor)
-  raises `Unsupported`: the proof then says why it fell back.
+  condition `e % |c| == 0`. A divisor P over the parameters (at least 1 under their
+  lower bounds: `k % K`, `j % (D + 1)`) makes atoms too; a sum over an index w whose
+  guard compares `(w + e) % P` with a value free of w is split into the residue
+  classes the comparison picks (one, or a few next to 0 or P - 1), each summed over
+  w = P * t + r, and a floor `(w + e) // P` left in a summed value is summed by its
+  antidifference (verify/proof/sums.py). Anything else (a non-linear term, a divisor
+  that may be below 1, a residue compared with a parameter) raises `Unsupported`:
+  the proof then says why it fell back.
 
 `to_z3` turns a count into a Z3 integer term, with the symbols of parameters and loop
 indices mapped to Z3 terms chosen by the caller (one instance or another).
@@ -84,11 +90,11 @@ def expr(node, env: dict, atoms: Atoms) -> tuple:
                     return combine(left, right, lambda x, y: x * y)
                 case "//" | "%":
                     def divide(x, y):
-                        if not (y.is_Integer and y > 0):
-                            raise Unsupported(f"'{op}' by a divisor that is not a positive constant")
-                        if x.is_Integer:
+                        if not atoms.positive(y):
+                            raise Unsupported(f"'{op}' by a divisor that may be below 1")
+                        if x.is_Integer and y.is_Integer:
                             return sp.Integer(int(x) // int(y) if op == "//" else int(x) % int(y))
-                        return atoms.make("fd" if op == "//" else "md", x, int(y))
+                        return atoms.make("fd" if op == "//" else "md", x, y)
                     return combine(left, right, divide)
         case Min(left=a, right=b) | Max(left=a, right=b):
             pieces = []
@@ -153,8 +159,8 @@ class Counter:
         self.program = program
         self.small = small
         self.deadline = deadline  # polled per statement: a count of a deep nest is long sympy work
-        self.atoms = Atoms()
         self.params = {p.name: sym(p.name) for p in program.params}
+        self.atoms = Atoms({sym(p.name): p.lower for p in program.params})
         self.nonneg = frozenset(self.params.values())  # parameters are never negative
         self._cache: dict = {}
 
@@ -277,7 +283,8 @@ def _names(pieces, atoms: Atoms) -> set:
     while pending:
         for s in pending.pop().free_symbols:
             if s in atoms.defs:
-                pending.append(atoms.defs[s][1])
+                _, dividend, divisor = atoms.defs[s]
+                pending += [dividend] if isinstance(divisor, int) else [dividend, divisor]
             else:
                 out.add(s.name)
     return out
@@ -326,7 +333,8 @@ def _poly(e: sp.Expr, names: dict, atoms: Atoms, ctx) -> z3.ArithRef:
         if e in atoms.defs:
             kind, dividend, divisor = atoms.defs[e]
             divide = py_floordiv if kind == "fd" else py_mod
-            return divide(_poly(sp.expand(dividend), names, atoms, ctx), z3.IntVal(divisor, ctx))
+            by = z3.IntVal(divisor, ctx) if isinstance(divisor, int) else _poly(divisor, names, atoms, ctx)
+            return divide(_poly(sp.expand(dividend), names, atoms, ctx), by)
         return names[e.name]
     if e.is_Add:
         return z3.Sum(*[_poly(a, names, atoms, ctx) for a in e.args])

@@ -25,15 +25,38 @@ def sym(name: str) -> sp.Symbol:
 
 
 class Atoms:
-    """The fresh symbols standing for `e // m` and `e % m`, with their definitions."""
+    """The fresh symbols standing for `e // m` and `e % m`, with their definitions. A
+    divisor is a positive constant, or an expression over the parameters that is at
+    least 1 wherever each parameter is at least its lower bound (`lower`: symbol ->
+    declared lower bound; `positive`)."""
 
-    def __init__(self):
-        self.defs: dict[sp.Symbol, tuple[str, sp.Expr, int]] = {}
+    def __init__(self, lower: dict | None = None):
+        self.lower: dict[sp.Symbol, int] = dict(lower or {})
+        self.defs: dict[sp.Symbol, tuple[str, sp.Expr, int | sp.Expr]] = {}
         self._by_key: dict = {}
         self.templates: dict = {}  # (count, context) -> (its Z3 term, placeholder per name: counts.py `to_z3`)
         self.normal: dict = {}  # count -> its pieces' expanded numerators and denominators (counts.py `_normal`)
 
-    def make(self, kind: str, dividend: sp.Expr, divisor: int) -> sp.Symbol:
+    def positive(self, e: sp.Expr) -> bool:
+        """Whether e is at least 1 wherever every parameter is at least its lower bound:
+        a constant, or affine with non-negative coefficients on parameters only."""
+        e = sp.expand(e)
+        if e.is_Integer:
+            return e >= 1
+        if not e.free_symbols <= self.lower.keys():
+            return False
+        poly = sp.Poly(e, *sorted(e.free_symbols, key=str))
+        if poly.total_degree() > 1:
+            return False
+        coeffs = [poly.coeff_monomial(s) for s in poly.gens]
+        if any(not c.is_Integer or c < 0 for c in coeffs):
+            return False
+        return e.xreplace(self.lower) >= 1
+
+    def make(self, kind: str, dividend: sp.Expr, divisor: int | sp.Expr) -> sp.Symbol:
+        divisor = divisor if isinstance(divisor, int) else sp.expand(divisor)
+        if isinstance(divisor, sp.Integer):
+            divisor = int(divisor)
         key = (kind, sp.expand(dividend), divisor)
         if key not in self._by_key:
             s = sym(f"_{kind}{len(self._by_key)}")

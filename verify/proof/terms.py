@@ -17,9 +17,9 @@ from semantics.ir import (
     And, BinOp, Compare, Const, Count, For, If, Iters, Op, Program, Range, Var, count_key, index_exprs, walk_expr,
     walk_stmts,
 )
-from semantics.simplify import expr as simplified, linear
+from semantics.simplify import expr as simplified, linear, simplify
 from semantics.registers import inline_registers
-from semantics.symbolic import conflicting_pairs, instance_env, param_env, to_z3
+from semantics.symbolic import conflicting_pairs, instance_env, param_env, py_mod, to_z3
 
 from verify.engines.deadline import NO_DEADLINE, Deadline
 from verify.proof.counts import Counter, template, to_z3 as count_z3
@@ -210,6 +210,10 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
                 return
         if tight and loop.var in shared:
             options += [(iy[loop.var] - d, d == 0) for d in range(depth + 1)]
+            # The last iteration up to y's whose guard `(v + e) % P == r` holds (P over
+            # the parameters: `k % K == 0`, blocked accumulation's first step).
+            options += [(o, False) for b in (iy[loop.var], iy[loop.var] - 1)
+                        for o in residue_lasts(terms, x, loop.var, env, b)]
             options += [(iy[loop.var] - to_z3(m, terms.params, ctx=terms.ctx), False) for m in terms.moduli]
             for bound in guard_bounds(terms, x, loop.var, env):  # the last earlier iteration x runs in
                 latest = z3.If(bound < iy[loop.var], bound, iy[loop.var] - 1)
@@ -222,6 +226,7 @@ def last_candidates(terms: Terms, x: Site, y: Site, iy: dict, depth: int, limit:
             # (flash attention's `mupd` before `fexp` at row i2: j = min(i2 // 16, JT - 1)).
             for bound in guard_bounds(terms, x, loop.var, env, solutions, every=False):
                 options.append((z3.If(bound < last, bound, last), False))
+            options += [(o, False) for o in residue_lasts(terms, x, loop.var, env, last)]
         options += [(o, False) for o in solutions.get(loop.var, [])]
         for value, still in _distinct(options):
             grow(steps[1:], {**env, loop.var: value}, still)
@@ -262,6 +267,39 @@ def guard_bounds(terms: Terms, site: Site, var: str, env: dict, solutions: dict 
             values += (solutions or {}).get(v, [])
             out += [(a * value + to_z3(rest, env, ctx=terms.ctx)) / -c for value in values]
     return out
+
+
+def residue_lasts(terms: Terms, site: Site, var: str, env: dict, bound) -> list:
+    """The largest value of the site's loop `var` up to `bound` (a Z3 term) that each
+    taken guard `(var + e) % P == r` allows, P over the parameters, e and r over `env`:
+    bound - (bound + e - r) % P. (A constant period needs none: the last few
+    iterations hold a witness.)"""
+    out = []
+    for guard, branch in site.guards:
+        if not branch:
+            continue
+        for c in _conjuncts(guard.cond):
+            if not isinstance(c, Compare) or c.op != "==":
+                continue
+            for side, other in ((c.left, c.right), (c.right, c.left)):
+                if not (isinstance(side, BinOp) and side.op == "%") or isinstance(simplify(side.right), Const):
+                    continue
+                form = linear(side.left)  # monomial -> coefficient
+                if form.get((Var(var),)) != 1 or any(Var(var) in k for k in form if k and k != (Var(var),)) \
+                        or not (_reads(side.left) - {var} | _reads(side.right) | _reads(other)) <= set(env):
+                    continue
+                e = simplify(BinOp("-", side.left, Var(var)))
+                period = to_z3(side.right, env, ctx=terms.ctx)
+                residue = to_z3(BinOp("-", e, other), env, ctx=terms.ctx)
+                out.append(bound - py_mod(bound + residue, period))
+    return out
+
+
+def _conjuncts(cond) -> list:
+    match cond:
+        case And(left=left, right=right):
+            return _conjuncts(left) + _conjuncts(right)
+    return [cond]
 
 
 def _taken_differences(site: Site) -> list:
