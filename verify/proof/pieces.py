@@ -64,6 +64,25 @@ class Atoms:
             self.defs[s] = key
         return self._by_key[key]
 
+    def floor_div(self, e: sp.Expr, m: int | sp.Expr) -> sp.Expr:
+        """floor(e / m) for a positive m (a constant, or over the parameters: `positive`):
+        a number, or a floor-division atom."""
+        e = sp.expand(e)
+        if m == 1:
+            return e
+        if e.is_Integer and (isinstance(m, int) or e in (0, -1)):  # (m >= 1: 0 // m == 0, -1 // m == -1)
+            return sp.Integer(int(e) // m if isinstance(m, int) else int(e))
+        return self.make("fd", e, m)
+
+    def residue(self, e: sp.Expr, m: int | sp.Expr) -> sp.Expr:
+        """e mod m for a positive m: a number, or a residue atom."""
+        e = sp.expand(e)
+        if m == 1:
+            return sp.Integer(0)
+        if e.is_Integer and isinstance(m, int):
+            return sp.Integer(int(e) % m)
+        return self.make("md", e, m)
+
     def mentions(self, expr: sp.Expr, var: sp.Symbol) -> bool:
         """Does `expr` depend on `var`, also through a floor-division atom?"""
         for s in expr.free_symbols:

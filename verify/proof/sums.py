@@ -11,6 +11,7 @@ import math
 
 import sympy as sp
 
+from verify.proof.periods import by_parameter, class_sum, floor_sum
 from verify.proof.pieces import Atoms, Unsupported, simplify_pieces, sym
 
 
@@ -52,41 +53,20 @@ def _bound(kind: str, e: sp.Expr, w: sp.Symbol, atoms: Atoms):
         # c * w + rest == 0 with |c| > 1 (`if i == 0` summed over the residue class
         # i = 2 * t + 1): w = -rest / c, where c divides rest; nowhere else.
         m = abs(int(c))
-        quotient = _floor_div(rest if c < 0 else -rest, m, atoms)
-        return ("eq", quotient, (("eq", _residue(rest, m, atoms)),))
+        quotient = atoms.floor_div(rest if c < 0 else -rest, m)
+        return ("eq", quotient, (("eq", atoms.residue(rest, m)),))
     if kind != "eq" and (c.is_Integer or atoms.positive(c) or atoms.positive(-c)):
         # c * w + rest >= 0 with |c| > 1 (`if i >= 16 * j`, summed over j; `w >= lo`
         # with w = K * t + s, summed over t): a bound by floor division, an atom over the
         # other names (rest is free of w).
         if c.is_Integer and c > 0 or not c.is_Integer and atoms.positive(c):  # w >= -floor(rest / c)
-            return ("lo", -_floor_div(rest, _divisor(c), atoms), ())
-        return ("hi", _floor_div(rest, _divisor(-c), atoms), ())  # w <= floor(rest / -c)
+            return ("lo", -atoms.floor_div(rest, _divisor(c)), ())
+        return ("hi", atoms.floor_div(rest, _divisor(-c)), ())  # w <= floor(rest / -c)
     raise Unsupported(f"a condition with coefficient {c} on the loop index {w}")
 
 
 def _divisor(c: sp.Expr) -> int | sp.Expr:
     return int(c) if c.is_Integer else c
-
-
-def _floor_div(e: sp.Expr, m: int | sp.Expr, atoms: Atoms) -> sp.Expr:
-    """floor(e / m) for a positive m (a constant, or over the parameters: Atoms.positive):
-    a number, or a floor-division atom."""
-    e = sp.expand(e)
-    if m == 1:
-        return e
-    if e.is_Integer and (isinstance(m, int) or e in (0, -1)):  # (m >= 1: 0 // m == 0, -1 // m == -1)
-        return sp.Integer(int(e) // m if isinstance(m, int) else int(e))
-    return atoms.make("fd", e, m)
-
-
-def _residue(e: sp.Expr, m: int, atoms: Atoms) -> sp.Expr:
-    """e mod m for a positive constant m: a number, or a residue atom."""
-    e = sp.expand(e)
-    if m == 1:
-        return sp.Integer(0)
-    if e.is_Integer:
-        return sp.Integer(int(e) % m)
-    return atoms.make("md", e, m)
 
 
 MAX_PERIOD = 16  # residue classes a sum over an index under `//` or `%` is split into
@@ -153,7 +133,7 @@ def _moved(hits, w: sp.Symbol, period: int, s: int, atoms: Atoms, swap: dict | N
         if int(q) % m:
             return m // math.gcd(int(q), m)
         rest = sp.expand(moved - q * t)
-        swap[atom] = (int(q) // m) * t + _floor_div(rest, m, atoms) if kind == "fd" else _residue(rest, m, atoms)
+        swap[atom] = (int(q) // m) * t + atoms.floor_div(rest, m) if kind == "fd" else atoms.residue(rest, m)
     return 1
 
 
@@ -168,183 +148,16 @@ def _residue_sum(pieces, w: sp.Symbol, lo_part, hi_part, atoms: Atoms, hits, per
         _moved(hits, w, period, s, atoms, swap)
         moved_pieces = simplify_pieces((tuple((k, e.xreplace(swap)) for k, e in conds), value.xreplace(swap))
                                  for conds, value in pieces)
-        lows = tuple((c, -_floor_div(s - lo, period, atoms)) for c, lo in lo_part)
-        highs = tuple((c, _floor_div(hi - 1 - s, period, atoms) + 1) for c, hi in hi_part)
+        lows = tuple((c, -atoms.floor_div(s - lo, period)) for c, lo in lo_part)
+        highs = tuple((c, atoms.floor_div(hi - 1 - s, period) + 1) for c, hi in hi_part)
         out += loop_sum(moved_pieces, t, lows, highs, atoms)
     return simplify_pieces(out)
 
 
-def _by_parameter(piece, w: sp.Symbol, atoms: Atoms, conds_only: bool = False) -> list:
-    """The atoms of the piece (of its conditions only, with `conds_only`) whose divisor
-    is over the parameters and whose dividend mentions w."""
-    conds, value = piece
-    found = set().union(set() if conds_only else value.free_symbols, *(e.free_symbols for _, e in conds))
-    return sorted((s for s in found if s in atoms.defs and not isinstance(atoms.defs[s][2], int)
-                   and atoms.mentions(atoms.defs[s][1], w)), key=str)
-
-
-def _indicator(kind: str, bound: sp.Expr, period: sp.Expr) -> list:
-    """[A >= bound] (kind "lo") or [A <= bound] ("hi") for a residue A in 0..period-1,
-    as a signed sum of terms (sign, r, conditions): r None for 1, else [A == r]. Where
-    the bound is a small constant or `period` minus one, a few residues; else
-    Unsupported."""
-    one = [(1, None, ())]
-    d, c = sp.expand(bound), sp.expand(period - bound)
-    if d.is_Integer and kind == "lo":  # 1 - [A == 0] - ... - [A == d - 1]
-        return one if d <= 0 else one + [(-1, sp.Integer(k), ()) for k in range(_small(int(d)))]
-    if d.is_Integer:  # [A == 0] + ... + [A == d]
-        return [(1, sp.Integer(k), ()) for k in range(_small(int(d) + 1))]
-    if c.is_Integer and kind == "lo":  # A >= period - c: [A == period - 1] + ... + [A == period - c]
-        return [(1, period - k, ()) for k in range(1, _small(int(c)) + 1)]
-    if c.is_Integer:  # A <= period - c: 1 - [A == period - 1] - ... - [A == period - c + 1]
-        return one if c <= 1 else one + [(-1, period - k, ()) for k in range(1, _small(int(c)))]
-    raise Unsupported(f"a residue over a parameter period bounded by {bound}")
-
-
-def _small(n: int) -> int:
-    if n > MAX_PERIOD:
-        raise Unsupported(f"a residue over a parameter period compared with more than {MAX_PERIOD} values")
-    return max(n, 0)
-
-
-def _times(a: list, b: list) -> list:
-    """The product of two signed sums of residue terms (`_indicator`)."""
-    out = []
-    for (sa, ra, ca), (sb, rb, cb) in itertools.product(a, b):
-        if ra is None or rb is None:
-            out.append((sa * sb, ra if rb is None else rb, ca + cb))
-        else:
-            out.append((sa * sb, ra, ca + cb + (("eq", ra - rb),)))
-    return out
-
-
-def _unfloored(piece, w: sp.Symbol, atoms: Atoms) -> tuple:
-    """The piece with each condition on `(w + e) // P` (P over the parameters, e free of
-    w) written as a bound on w: `x // P >= c` is `x >= P * c`, `x // P <= c` is
-    `x <= P * c + P - 1`, and `x // P == c` both."""
-    conds, value = piece
-    out = []
-    for kind, c in conds:
-        atoms_of_w = [s for s in _by_parameter(((( kind, c),), sp.Integer(0)), w, atoms) if atoms.defs[s][0] == "fd"]
-        if not atoms_of_w:
-            out.append((kind, c))
-            continue
-        atom = atoms_of_w[0]
-        _, dividend, period = atoms.defs[atom]
-        poly = sp.Poly(c, atom)
-        a = poly.coeff_monomial(atom)
-        other = sp.expand(c - a * atom)
-        x = sp.expand(dividend)
-        slope = sp.Poly(x, w).coeff_monomial(w) if not atoms.mentions(x - w * x.coeff(w), w) else None
-        if poly.degree() != 1 or a not in (1, -1) or atoms.mentions(other, w) or slope is None \
-                or not slope.is_Integer or sp.Poly(x, w).degree() != 1:
-            raise Unsupported(f"a condition on '//' of the loop index {w} by a parameter")
-        bound = -other * a  # a == 1: atom >= bound (or ==); a == -1: atom <= bound
-        if kind == "eq" or a == 1:
-            out.append(("ge", x - period * bound))
-        if kind == "eq" or a == -1:
-            out.append(("ge", period * bound + period - 1 - x))
-    return tuple(out), value
-
-
-def _class_sum(pieces, w: sp.Symbol, lo_part, hi_part, atoms: Atoms) -> tuple:
-    """sum over w in [lo, hi) where a piece's conditions compare `(w + e) % P` (P over
-    the parameters, e free of w) with a value free of w: each comparison is a signed sum
-    of [A == r] (`_indicator`), and [A == r] pins w to P * t + r - e for t in
-    [ceil((lo + e - r) / P), floor((hi - 1 + e - r) / P)], where 0 <= r < P; the
-    piece's other atoms of w, with the same P, become atoms free of t."""
-    t = sym(f"{w.name}~t")
-    out = []
-    for piece in pieces:
-        piece = _unfloored(piece, w, atoms)
-        if not _by_parameter(piece, w, atoms, conds_only=True):
-            out += loop_sum((piece,), w, lo_part, hi_part, atoms)
-            continue
-        hits = _by_parameter(piece, w, atoms)
-        conds, value = piece
-        atom = _by_parameter(piece, w, atoms, conds_only=True)[0]
-        hits.remove(atom)
-        hits.insert(0, atom)
-        kind, dividend, period = atoms.defs[atom]
-        e = sp.expand(dividend - w)
-        found = set().union(value.free_symbols, *(c.free_symbols for _, c in conds))
-        if kind != "md" or any(
-                atoms.mentions(sp.expand(atoms.defs[s][1] - w), w) for s in hits) or any(
-                s in atoms.defs and s not in hits and atoms.mentions(atoms.defs[s][1], w) for s in found):
-            raise Unsupported(f"'//' or '%' of the loop index {w} by a parameter, other than a residue compared")
-        terms, rest = [(1, None, ())], []
-        for c_kind, c in conds:
-            if atom not in c.free_symbols:
-                rest.append((c_kind, c))
-                continue
-            poly = sp.Poly(c, atom)
-            a, other = poly.coeff_monomial(atom), sp.expand(c - poly.coeff_monomial(atom) * atom)
-            if poly.degree() != 1 or a not in (1, -1) or atoms.mentions(other, w):
-                raise Unsupported(f"a condition on a residue of the loop index {w} by a parameter")
-            bound = -other * a  # the atom's value at the condition's edge
-            if c_kind == "eq":
-                terms = _times(terms, [(1, bound, ())])
-            else:
-                terms = _times(terms, _indicator("lo" if a == 1 else "hi", bound, period))
-        for sign, r, extra in terms:
-            if r is None:
-                found = loop_sum(((tuple(rest) + extra, value),), w, lo_part, hi_part, atoms)
-                out += [(c, sign * v) for c, v in found]
-                continue
-            start = sp.expand(r - e)  # w = period * t + start
-            swap = {w: period * t + start, atom: r}
-            for other in hits[1:]:
-                o_kind, o_dividend, o_period = atoms.defs[other]
-                moved = sp.expand(o_dividend.xreplace(swap))
-                q = sp.Poly(moved, t).coeff_monomial(t)
-                k = sp.cancel(q / o_period) if not isinstance(o_period, int) else None
-                if k is None or not k.is_Integer or sp.Poly(moved, t).degree() > 1:
-                    raise Unsupported(f"residues of the loop index {w} by different parameter periods")
-                left = sp.expand(moved - q * t)
-                swap[other] = int(k) * t + _floor_div(left, o_period, atoms) if o_kind == "fd" else \
-                    atoms.make("md", left, o_period)
-            moved_piece = (tuple((k_, c.xreplace(swap)) for k_, c in tuple(rest) + extra)
-                           + (("ge", r), ("ge", period - 1 - r)), value.xreplace(swap))
-            lows = tuple((c, -_floor_div(start - lo, period, atoms)) for c, lo in lo_part)
-            highs = tuple((c, _floor_div(hi - 1 - start, period, atoms) + 1) for c, hi in hi_part)
-            out += [(c, sign * v) for c, v in loop_sum(simplify_pieces((moved_piece,)), t, lows, highs, atoms)]
-    return simplify_pieces(out)
-
-
-def _floor_sum(value: sp.Expr, w: sp.Symbol, lo: sp.Expr, hi: sp.Expr, atoms: Atoms) -> sp.Expr:
-    """sum of value for w in lo..hi inclusive (lo <= hi + 1), where value is a polynomial
-    in w plus terms a * ((w + e) // P) or a * ((w + e) % P) (P over the parameters, a
-    and e free of w): the sum of (x // P) for x in lo + e .. hi + e is G(hi + e + 1) -
-    G(lo + e), G(n) = P * q * (q - 1) / 2 + q * (n - P * q) with q = n // P (G(n + 1) -
-    G(n) = n // P for every integer n)."""
-    hits = [s for s in value.free_symbols if s in atoms.defs and atoms.mentions(atoms.defs[s][1], w)]
-    plain, total = value, sp.Integer(0)
-    for atom in sorted(hits, key=str):
-        kind, dividend, period = atoms.defs[atom]
-        slope = sp.expand(dividend).coeff(w)
-        e = sp.expand(dividend - slope * w)
-        poly = sp.Poly(plain, atom)
-        a = poly.coeff_monomial(atom)
-        if isinstance(period, int) or poly.degree() != 1 or slope not in (1, -1) or atoms.mentions(e, w) \
-                or atoms.mentions(a, w) or any(h in a.free_symbols for h in hits):
-            raise Unsupported(f"a sum over {w} of a term non-linear in '//' or '%' of {w} by a parameter")
-        plain = sp.expand(plain - a * atom)
-        if kind == "md":  # x % P = x - P * (x // P)
-            plain, a = sp.expand(plain + a * dividend), -a * period
-
-        def antidifference(n):
-            q = _floor_div(n, period, atoms)
-            return period * q * (q - 1) / 2 + q * (n - period * q)
-        # x = w + e runs over lo + e .. hi + e; x = e - w over e - hi .. e - lo
-        first, last = (lo + e, hi + e) if slope == 1 else (e - hi, e - lo)
-        total += a * (antidifference(last + 1) - antidifference(first))
-    return sp.expand(total + _faulhaber(plain, w, lo, hi))
-
-
 def loop_sum(pieces, w: sp.Symbol, lo_part, hi_part, atoms: Atoms) -> tuple:
     """sum over w in [lo, hi) of a count; lo and hi are partitions free of w."""
-    if any(_by_parameter(piece, w, atoms, conds_only=True) for piece in pieces):  # `k % K == K - 1`
-        return _class_sum(pieces, w, lo_part, hi_part, atoms)
+    if any(by_parameter(piece, w, atoms, conds_only=True) for piece in pieces):  # `k % K == K - 1`
+        return class_sum(pieces, w, lo_part, hi_part, atoms, loop_sum)
     periodic = _period(pieces, w, atoms)
     if periodic is not None:  # `i % 2`, `c // 4`: split the sum by residue class
         return _residue_sum(pieces, w, lo_part, hi_part, atoms, *periodic)
@@ -370,5 +183,5 @@ def loop_sum(pieces, w: sp.Symbol, lo_part, hi_part, atoms: Atoms) -> tuple:
                 extra = [("ge", la - lk - (1 if k < a else 0)) for k, lk in enumerate(lows) if k != a]
                 extra += [("ge", uk - ub - (1 if k < b else 0)) for k, uk in enumerate(highs) if k != b]
                 extra.append(("ge", ub - la))
-                out.append((tuple(free + extra), _floor_sum(value, w, la, ub, atoms)))
+                out.append((tuple(free + extra), floor_sum(value, w, la, ub, atoms, _faulhaber)))
     return simplify_pieces(out)

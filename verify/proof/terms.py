@@ -151,6 +151,8 @@ def witnesses(terms: Terms, target: Site, anchors: list[tuple[Site, dict]], dept
             for site, anchor_env in anchors:
                 if loop.var in shared_loops(target, site):
                     options += [anchor_env[loop.var] - d for d in range(1 if narrow else depth + 1)]
+                    options += [o for b in (anchor_env[loop.var], anchor_env[loop.var] - 1)
+                                for o in residue_lasts(terms, target, loop.var, env, b)]
                     if not narrow:
                         options += [anchor_env[loop.var] - to_z3(m, terms.params, ctx=terms.ctx)
                                     for m in terms.moduli]

@@ -1,7 +1,7 @@
 """Counts and proofs under a `%` by a parameter (`if k % K == 0`, blocked accumulation):
-the all-values proof's closed forms split the sum by the one residue class a guard
-picks (verify/proof/sums.py `_class_sum`), sum floors by a parameter by their
-antidifference (`_floor_sum`), and its last-producer candidates take the last
+the all-values proof's closed forms split the sum by the residue classes a guard
+picks (verify/proof/periods.py `class_sum`), sum floors by a parameter by their
+antidifference (`floor_sum`), and its last-producer candidates take the last
 iteration of that class (verify/proof/terms.py `residue_lasts`).
 
 Expected counts come from unrolling the programs (brute force), never from the code
@@ -18,9 +18,9 @@ from algorithm.registry import get_strategy
 from semantics.context import sites
 from semantics.parser import parse, parse_file
 from semantics.sequential import unroll
-from verify.proof import sums, terms as terms_module
+from verify.proof import periods, terms as terms_module
 from verify.proof.counts import Counter, Unsupported, to_z3
-from verify.proof.terms import Terms, depth, last_candidates
+from verify.proof.terms import Terms, depth, last_candidates, witnesses
 from verify.proof.prove import PROVED, ProofOptions, prove
 
 from tests.support.corpus import DATA_DIR
@@ -95,21 +95,17 @@ def test_what_the_class_split_does_not_cover_has_no_closed_form_with_the_reason(
 def test_teeth_a_class_split_that_ignores_the_residue_is_caught(monkeypatch):
     """A broken split (every comparison of the residue read as always true) gives counts
     the unrolled program refutes."""
-    monkeypatch.setattr(sums, "_indicator", lambda kind, bound, period: [(1, None, ())])
+    monkeypatch.setattr(periods, "_indicator", lambda kind, bound, period: [(1, None, ())])
     program = parse("engines A B\nparam N, M, K >= 1, D\n" + SHAPES["flat"].format(g="j % K != 0"))
     with pytest.raises(AssertionError):
         _counts_agree(program, 3)
 
 
 def test_teeth_a_floor_sum_off_by_one_is_caught(monkeypatch):
-    """The antidifference of `x // P` shifted by one iteration is refuted by the unrolled
+    """The antidifference of `x // P` shifted by one is refuted by the unrolled
     triangular nest (whose outer sum adds up floors by K)."""
-    real = sums._floor_div
-
-    def shifted(e, m, atoms):
-        return real(e + 1, m, atoms) if not isinstance(m, int) else real(e, m, atoms)
-
-    monkeypatch.setattr(sums, "_floor_div", shifted)
+    real = periods.antidifference
+    monkeypatch.setattr(periods, "antidifference", lambda n, period, atoms: real(n + 1, period, atoms))
     with pytest.raises(AssertionError):
         _counts_agree(parse_file(str(NEST / "period_over_parameters_triangular.sync")), 3)
 
@@ -122,13 +118,16 @@ def test_threshold_output_under_a_parameter_period_is_proved_for_every_parameter
     assert proof.status == PROVED, proof.reason
 
 
-def _last_producers_named(program, x_name: str, y_name: str, hi: int, narrow: bool) -> tuple[int, int]:
+def _last_producers_named(program, x_name: str, y_name: str, hi: int, narrow: bool,
+                          chain: bool = False) -> tuple[int, int]:
     """(instances of y with an earlier x instance, those whose last earlier x instance,
-    found by unrolling, is among the proof's last-producer candidates)."""
+    found by unrolling, is among the proof's last-producer candidates, or with `chain`
+    among the witnesses a chain through x may take)."""
     t = Terms(program, z3.Context())
     x, y = t.sites[x_name], t.sites[y_name]
     iy = t.env(y, "y")
-    candidates = last_candidates(t, x, y, iy, depth(program), narrow=narrow)
+    candidates = witnesses(t, x, [(y, iy)], depth(program), 256, narrow) if chain else \
+        last_candidates(t, x, y, iy, depth(program), narrow=narrow)
     seen = named = 0
     names = [p.name for p in program.params]
     for values in itertools.product(*(range(p.lower, p.lower + hi + 1) for p in program.params)):
@@ -157,10 +156,22 @@ def test_the_last_producer_under_a_parameter_period_is_a_candidate(name, x, y):
         assert seen > 20 and named == seen
 
 
+def test_a_chain_through_the_first_step_of_a_block_has_it_as_a_witness():
+    """`more` (k % K != 0) writes acc, which the evacuation of the previous block read;
+    `first`, at k - k % K on the same engine, waited for it: the chain's witness."""
+    program = parse_file(str(NEST / "period_beside_double_buffer.sync"))
+    for narrow in (True, False):
+        seen, named = _last_producers_named(program, "first", "more", 3, narrow, chain=True)
+        assert seen > 20 and named == seen
+
+
 def test_teeth_without_the_last_iteration_of_the_class_the_last_producer_is_missed(monkeypatch):
     """`more` waits `ACT >= count(ACT)`: its witness is the reset at k - k % K, which no
     other candidate names (the proof of its exactness then fails: see the test above)."""
     monkeypatch.setattr(terms_module, "residue_lasts", lambda *args: [])
     seen, named = _last_producers_named(parse_file(str(NEST / "period_over_parameters_else_only.sync")),
                                         "reset", "more", 4, False)
+    assert named < seen
+    seen, named = _last_producers_named(parse_file(str(NEST / "period_beside_double_buffer.sync")),
+                                        "first", "more", 3, True, chain=True)
     assert named < seen
