@@ -332,9 +332,14 @@ def _poly(e: sp.Expr, names: dict, atoms: Atoms, ctx) -> z3.ArithRef:
     if e.is_Symbol:
         if e in atoms.defs:
             kind, dividend, divisor = atoms.defs[e]
-            divide = py_floordiv if kind == "fd" else py_mod
-            by = z3.IntVal(divisor, ctx) if isinstance(divisor, int) else _poly(divisor, names, atoms, ctx)
-            return divide(_poly(sp.expand(dividend), names, atoms, ctx), by)
+            x = _poly(sp.expand(dividend), names, atoms, ctx)
+            if isinstance(divisor, int):
+                return (py_floordiv if kind == "fd" else py_mod)(x, z3.IntVal(divisor, ctx))
+            # A divisor over the parameters is at least 1 wherever they are at least their
+            # lower bounds (Atoms.positive), which every query assumes: there Z3's `div`
+            # and `mod` are Python's `//` and `%` (without py_floordiv's case on its sign).
+            by = _poly(divisor, names, atoms, ctx)
+            return x / by if kind == "fd" else x % by
         return names[e.name]
     if e.is_Add:
         return z3.Sum(*[_poly(a, names, atoms, ctx) for a in e.args])
