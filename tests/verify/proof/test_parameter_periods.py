@@ -167,7 +167,9 @@ def test_a_chain_through_the_first_step_of_a_block_has_it_as_a_witness():
 
 def test_teeth_without_the_last_iteration_of_the_class_the_last_producer_is_missed(monkeypatch):
     """`more` waits `ACT >= count(ACT)`: its witness is the reset at k - k % K, which no
-    other candidate names (the proof of its exactness then fails: see the test above)."""
+    other candidate names (without it the proof of that wait's exactness finds no
+    witness); the narrow chain witnesses of the double-buffered kernel lose `first` at
+    k - k % K the same way."""
     monkeypatch.setattr(terms_module, "residue_lasts", lambda *args: [])
     seen, named = _last_producers_named(parse_file(str(NEST / "period_over_parameters_else_only.sync")),
                                         "reset", "more", 4, False)
