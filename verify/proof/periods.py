@@ -85,9 +85,9 @@ def _unfloored(piece, w: sp.Symbol, atoms: Atoms) -> tuple:
         a = poly.coeff_monomial(atom)
         other = sp.expand(c - a * atom)
         x = sp.expand(dividend)
-        slope = sp.Poly(x, w).coeff_monomial(w) if not atoms.mentions(x - w * x.coeff(w), w) else None
-        if poly.degree() != 1 or a not in (1, -1) or atoms.mentions(other, w) or slope is None \
-                or not slope.is_Integer or sp.Poly(x, w).degree() != 1:
+        on_w = sp.Poly(x, w)  # x linear in w with an integer slope, the rest free of w
+        if poly.degree() != 1 or a not in (1, -1) or atoms.mentions(other, w) or on_w.degree() != 1 \
+                or not on_w.coeff_monomial(w).is_Integer or atoms.mentions(x - on_w.coeff_monomial(w) * w, w):
             raise Unsupported(f"a condition on '//' of the loop index {w} by a parameter")
         bound = -other * a  # a == 1: atom >= bound (or ==); a == -1: atom <= bound
         if kind == "eq" or a == 1:
@@ -107,14 +107,13 @@ def class_sum(pieces, w: sp.Symbol, lo_part, hi_part, atoms: Atoms, loop_sum) ->
     out = []
     for piece in pieces:
         piece = _unfloored(piece, w, atoms)
-        if not by_parameter(piece, w, atoms, conds_only=True):
+        compared = by_parameter(piece, w, atoms, conds_only=True)
+        if not compared:
             out += loop_sum((piece,), w, lo_part, hi_part, atoms)
             continue
-        hits = by_parameter(piece, w, atoms)
         conds, value = piece
-        atom = by_parameter(piece, w, atoms, conds_only=True)[0]
-        hits.remove(atom)
-        hits.insert(0, atom)
+        atom = compared[0]  # the residue that pins w; the others follow it
+        hits = [atom] + [s for s in by_parameter(piece, w, atoms) if s != atom]
         kind, dividend, period = atoms.defs[atom]
         e = sp.expand(dividend - w)
         found = set().union(value.free_symbols, *(c.free_symbols for _, c in conds))
