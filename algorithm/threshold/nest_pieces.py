@@ -15,7 +15,7 @@ from semantics.context import Site
 from semantics.ir import BinOp, Compare, Const, Count, IfExpr, Iters, Max, Var, map_expr, walk_expr
 from semantics.simplify import simplify
 from algorithm.threshold.facts import subst
-from algorithm.threshold.nest_floors import floor_steps
+from algorithm.threshold.nest_floors import floor_steps, folded_floors
 from algorithm.threshold.nest_guards import decided, unperiodic
 from algorithm.threshold.nest_order import later_first, later_than_below
 from algorithm.threshold.reasoning import (
@@ -283,7 +283,9 @@ def equal_forms(nest: Nest, y: Site, engine: str, gap, count_registers: bool, un
     iters = nest.iters_count(y, engine)
     pins = pins or {}
     where = [*where, *(Compare("==", Var(v), e) for v, e in pins.items())]
-    forms = [unperiodic(decided(simplify(subst(f, pins)) if pins else f, where), where) for f in (
+    # (a floor pinned at a lower bound, `(i - 1) // K` at i = 0, folded again: -1)
+    forms = [unperiodic(decided(folded_floors(simplify(subst(f, pins)), nest.params) if pins else f, where), where)
+             for f in (
         minus(nest.before_y(y, engine), gap),
         *([minus(Count(engine), gap)] if count_registers else []),
         *([minus(iters, gap)] if iters is not None else []))]

@@ -271,3 +271,52 @@ def test_a_redundancy_query_dividing_by_a_parameter_gets_the_divided_budget(monk
     assert asked and max(asked) <= PlannerOptions().divided_rlimit
     assert not result.stats.conservative
     assert problems(program, hi=4) == []
+
+
+BLOCK_IN_TRIANGLE = """\
+engines DMA PE ACT
+param N, K >= 1
+for i in 0..N {
+  for k in 0..i + 1 {
+    DMA ld writes a lat 400
+    if k % K == 0 {
+      PE mm reads a writes acc lat 256
+    }
+  }
+  ACT evac reads acc writes o[i] lat 128
+}
+"""
+
+
+def _small_floors(program) -> list:
+    """The floors `0 // P` and `-1 // P` (P not a constant) in the program's waits and
+    loop registers: 0 and -1 wherever P >= 1."""
+    from semantics.ir import For, Op, walk_expr, walk_stmts
+    from semantics.simplify import simplify
+
+    roots = []
+    for stmt in walk_stmts(program.body):
+        if isinstance(stmt, Op):
+            roots += [w.threshold for w in stmt.waits]
+        if isinstance(stmt, For):
+            roots += [r.init for r in stmt.registers] + [r.step for r in stmt.registers if r.step is not None]
+    return [n for root in roots for n in walk_expr(root) if isinstance(n, BinOp) and n.op in ("//", "%")
+            and not isinstance(n.right, Const) and simplify(n.left) in (Const(0), Const(-1))]
+
+
+def test_a_floor_pinned_at_a_loop_start_is_folded_to_its_value():
+    """The `ld` wait at k = 0 pins the triangular loop's index, which leaves `(i - 1) //
+    K` at i = 0 as `-1 // K`: folded to -1 (K >= 1), the output is shorter and stays
+    exact."""
+    program = parse(BLOCK_IN_TRIANGLE)
+    assert problems(program, hi=4) == []
+    synced = get_strategy("threshold")(program).program
+    assert _small_floors(synced) == []
+
+
+def test_teeth_without_the_fold_after_the_pins_the_floor_stays(monkeypatch):
+    from algorithm.threshold import nest_pieces
+
+    monkeypatch.setattr(nest_pieces, "folded_floors", lambda value, params: value)
+    synced = get_strategy("threshold")(parse(BLOCK_IN_TRIANGLE)).program
+    assert _small_floors(synced) != []
