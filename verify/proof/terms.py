@@ -277,53 +277,44 @@ def residue_lasts(terms: Terms, site: Site, var: str, env: dict, bound) -> list:
     bound - (bound + e - r) % P. (A constant period needs none: the last few
     iterations hold a witness.)"""
     out = []
-    for guard, branch in site.guards:
-        if not branch:
+    for c in _taken(site):
+        if not isinstance(c, Compare) or c.op != "==":
             continue
-        for c in _conjuncts(guard.cond):
-            if not isinstance(c, Compare) or c.op != "==":
+        for side, other in ((c.left, c.right), (c.right, c.left)):
+            if not (isinstance(side, BinOp) and side.op == "%") or isinstance(simplify(side.right), Const):
                 continue
-            for side, other in ((c.left, c.right), (c.right, c.left)):
-                if not (isinstance(side, BinOp) and side.op == "%") or isinstance(simplify(side.right), Const):
-                    continue
-                form = linear(side.left)  # monomial -> coefficient
-                if form.get((Var(var),)) != 1 or any(Var(var) in k for k in form if k and k != (Var(var),)) \
-                        or not (_reads(side.left) - {var} | _reads(side.right) | _reads(other)) <= set(env):
-                    continue
-                e = simplify(BinOp("-", side.left, Var(var)))
-                period = to_z3(side.right, env, ctx=terms.ctx)
-                residue = to_z3(BinOp("-", e, other), env, ctx=terms.ctx)
-                out.append(bound - py_mod(bound + residue, period))
+            form = linear(side.left)  # monomial -> coefficient
+            if form.get((Var(var),)) != 1 or any(Var(var) in k for k in form if k and k != (Var(var),)) \
+                    or not (_reads(side.left) - {var} | _reads(side.right) | _reads(other)) <= set(env):
+                continue
+            e = simplify(BinOp("-", side.left, Var(var)))
+            period = to_z3(side.right, env, ctx=terms.ctx)
+            residue = to_z3(BinOp("-", e, other), env, ctx=terms.ctx)
+            out.append(bound - py_mod(bound + residue, period))
     return out
 
 
-def _conjuncts(cond) -> list:
-    match cond:
-        case And(left=left, right=right):
-            return _conjuncts(left) + _conjuncts(right)
-    return [cond]
+def _taken(site: Site) -> list:
+    """The conjuncts of the site's taken `then` guards, left to right."""
+    def conjuncts(cond) -> list:
+        match cond:
+            case And(left=left, right=right):
+                return conjuncts(left) + conjuncts(right)
+        return [cond]
+
+    return [c for guard, branch in site.guards if branch for c in conjuncts(guard.cond)]
 
 
 def _taken_differences(site: Site) -> list:
     """Expressions d, one per comparison the site's guards require (conjuncts of taken
     `then` branches), each comparison equivalent to d >= 0 over the integers."""
     found = []
-
-    def conjuncts(cond):
-        match cond:
-            case And(left=left, right=right):
-                conjuncts(left)
-                conjuncts(right)
+    for c in _taken(site):
+        match c:
             case Compare(op=">=" | ">" as op, left=left, right=right):
                 found.append(BinOp("-", left, right) if op == ">=" else BinOp("-", BinOp("-", left, right), Const(1)))
             case Compare(op="<=" | "<" as op, left=left, right=right):
                 found.append(BinOp("-", right, left) if op == "<=" else BinOp("-", BinOp("-", right, left), Const(1)))
-            case _:
-                pass
-
-    for guard, branch in site.guards:
-        if branch:
-            conjuncts(guard.cond)
     return found
 
 
